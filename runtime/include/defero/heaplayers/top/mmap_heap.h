@@ -1,0 +1,198 @@
+// mmap_heap.h - MmapHeap: every object is its own anonymous mapping, and a
+// registry remembers each one.
+//
+// Used for large objects. The registry makes free exact: a pointer this heap
+// did not map is reported, never unmapped; getSize is the mapping's length.
+//
+// Guarantees: page alignment (aligned malloc goes up to any power of two);
+// zero-filled memory; thread-safe (one spin lock over the registry); no
+// headers in front of the object. Cost: one mmap/munmap per object, a hash
+// probe per free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "defero/heaplayers/heap_layer.h"
+#include "defero/heaplayers/threads/spin_lock.h"
+#include "defero/platform/os.h"
+
+namespace defero {
+
+class MmapHeap {
+public:
+  constexpr MmapHeap() = default;
+
+  void *malloc(std::size_t sz) { return mallocAligned(sz, os::kPageBytes); }
+
+  /// Maps at least sz bytes aligned to `align` (a power of two).
+  void *mallocAligned(std::size_t sz, std::size_t align) {
+    if (sz == 0)
+      sz = 1;
+    if (align < os::kPageBytes)
+      align = os::kPageBytes;
+    const std::size_t bytes = roundUp(sz, os::kPageBytes);
+    if (bytes < sz || bytes + align < bytes)
+      return nullptr;
+    std::size_t mapped = bytes + (align > os::kPageBytes ? align : 0);
+    char *m = static_cast<char *>(os::map(mapped));
+    if (!m)
+      return nullptr;
+    char *p = m;
+    if (align > os::kPageBytes) { // trim to the aligned sub-range
+      auto a = reinterpret_cast<std::uintptr_t>(m);
+      p = reinterpret_cast<char *>(roundUp(a, align));
+      if (p > m)
+        os::unmap(m, static_cast<std::size_t>(p - m));
+      const std::size_t tail = mapped - static_cast<std::size_t>(p - m) - bytes;
+      if (tail)
+        os::unmap(p + bytes, tail);
+    }
+    std::lock_guard<SpinLock> guard(lock_);
+    if (!insertLocked(p, bytes)) {
+      os::unmap(p, bytes);
+      return nullptr;
+    }
+    mapped_bytes_ += bytes;
+    return p;
+  }
+
+  /// Unmaps p. Returns false (and touches nothing) if p is not one of ours.
+  bool tryFree(void *p) {
+    std::size_t bytes;
+    {
+      std::lock_guard<SpinLock> guard(lock_);
+      bytes = eraseLocked(p);
+      if (bytes == 0)
+        return false;
+      mapped_bytes_ -= bytes;
+    }
+    os::unmap(p, bytes);
+    return true;
+  }
+
+  void free(void *p) {
+    if (p && !tryFree(p))
+      os::fatal_pointer("free", p, "pointer not allocated by this heap");
+  }
+
+  /// Grows or shrinks an object in place or by moving its pages (no copy).
+  /// Returns nullptr (object unchanged) on failure or if p is not ours.
+  void *remap(void *p, std::size_t sz) {
+    const std::size_t bytes = roundUp(sz ? sz : 1, os::kPageBytes);
+    if (bytes < sz)
+      return nullptr;
+    std::lock_guard<SpinLock> guard(lock_);
+    Slot *s = findLocked(p);
+    if (!s)
+      return nullptr;
+    void *q = os::remap(p, s->bytes, bytes);
+    if (!q)
+      return nullptr;
+    mapped_bytes_ = mapped_bytes_ - s->bytes + bytes;
+    eraseLocked(p);
+    insertLocked(q, bytes); // cannot fail: one slot was just freed
+    return q;
+  }
+
+  std::size_t getSize(const void *p) {
+    std::lock_guard<SpinLock> guard(lock_);
+    Slot *s = findLocked(p);
+    return s ? s->bytes : 0;
+  }
+
+  bool owns(const void *p) const {
+    std::lock_guard<SpinLock> guard(lock_);
+    return const_cast<MmapHeap *>(this)->findLocked(p) != nullptr;
+  }
+
+  std::size_t mappedBytes() const { return mapped_bytes_; }
+  void lockHeap() { lock_.lock(); }
+  void unlockHeap() { lock_.unlock(); }
+
+private:
+  struct Slot {
+    std::uintptr_t key; // 0 empty, 1 tombstone
+    std::size_t bytes;
+  };
+  static constexpr std::uintptr_t kEmpty = 0, kTomb = 1;
+
+  static constexpr std::size_t roundUp(std::size_t v, std::size_t a) {
+    return (v + a - 1) & ~(a - 1);
+  }
+  static std::size_t hash(std::uintptr_t k) {
+    return static_cast<std::size_t>((k >> 12) * 0x9E3779B97F4A7C15ull);
+  }
+
+  Slot *findLocked(const void *p) {
+    if (!table_)
+      return nullptr;
+    const auto k = reinterpret_cast<std::uintptr_t>(p);
+    for (std::size_t i = hash(k) & (cap_ - 1), n = 0; n < cap_;
+         i = (i + 1) & (cap_ - 1), ++n) {
+      if (table_[i].key == k)
+        return &table_[i];
+      if (table_[i].key == kEmpty)
+        return nullptr;
+    }
+    return nullptr;
+  }
+
+  bool insertLocked(void *p, std::size_t bytes) {
+    if ((count_ + tombs_ + 1) * 2 > cap_ && !growLocked())
+      return false;
+    const auto k = reinterpret_cast<std::uintptr_t>(p);
+    std::size_t i = hash(k) & (cap_ - 1);
+    while (table_[i].key > kTomb)
+      i = (i + 1) & (cap_ - 1);
+    if (table_[i].key == kTomb)
+      --tombs_;
+    table_[i] = Slot{k, bytes};
+    ++count_;
+    return true;
+  }
+
+  std::size_t eraseLocked(void *p) {
+    Slot *s = findLocked(p);
+    if (!s)
+      return 0;
+    const std::size_t bytes = s->bytes;
+    s->key = kTomb;
+    --count_;
+    ++tombs_;
+    return bytes;
+  }
+
+  bool growLocked() {
+    std::size_t ncap = cap_ ? cap_ * 2 : 256;
+    if ((count_ + 1) * 4 < cap_) // mostly tombstones: rehash at same size
+      ncap = cap_;
+    auto *nt = static_cast<Slot *>(os::map(ncap * sizeof(Slot)));
+    if (!nt)
+      return false;
+    for (std::size_t i = 0; i < cap_; ++i) {
+      if (table_[i].key <= kTomb)
+        continue;
+      std::size_t j = hash(table_[i].key) & (ncap - 1);
+      while (nt[j].key != kEmpty)
+        j = (j + 1) & (ncap - 1);
+      nt[j] = table_[i];
+    }
+    if (table_)
+      os::unmap(table_, cap_ * sizeof(Slot));
+    table_ = nt;
+    cap_ = ncap;
+    tombs_ = 0;
+    return true;
+  }
+
+  mutable SpinLock lock_;
+  Slot *table_ = nullptr;
+  std::size_t cap_ = 0, count_ = 0, tombs_ = 0;
+  std::size_t mapped_bytes_ = 0;
+};
+
+static_assert(SizedHeapLayer<MmapHeap> && OwningHeapLayer<MmapHeap>);
+
+} // namespace defero

@@ -1,0 +1,147 @@
+// span_arena.h - SpanArena: the top heap of the K-Bit heap. Reserves one
+// contiguous address window and hands it out as span-aligned runs (bump
+// allocation, never returned), with a metadata record per span page.
+//
+// Why one window: the K-Bit partition classifies a chunk by the high bits of
+// its offset in the window, so every chunk must have an offset in it.
+//
+// Guarantees:
+//  - malloc(n) returns a kSpanBytes-aligned run of round_up(n, kSpanBytes)
+//    zero-filled bytes, or nullptr when the window is exhausted.
+//  - Address space is reserved lazily on the first malloc; the window is
+//    committed in kCommitStep steps as the bump pointer passes them.
+//  - page(p) is the metadata record of the span page holding p; records
+//    start zeroed and belong to the layer above (this layer never reads
+//    them). bits(p) is a 512-byte zeroed bitmap per span page, likewise.
+//  - Thread-safe (the bump pointer is under a spin lock); constant-
+//    initialisable, so it works before static constructors run.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "defero/heaplayers/heap_layer.h"
+#include "defero/heaplayers/threads/spin_lock.h"
+#include "defero/platform/os.h"
+
+namespace defero {
+
+/// Per-span-page metadata, owned by the layer above the arena.
+struct SpanPage {
+  std::uint8_t size_class_plus1; ///< 0: not a chunk span
+  std::uint8_t heap_id;          ///< which heap carved this span
+  std::uint16_t pages_from_start; ///< distance to the span's first page
+};
+
+template <std::size_t WindowBytes = (std::size_t{1} << 36),
+          std::size_t SpanBytes = 65536>
+class SpanArena {
+  static_assert((WindowBytes & (WindowBytes - 1)) == 0, "window: power of 2");
+  static_assert((SpanBytes & (SpanBytes - 1)) == 0, "span: power of 2");
+  static_assert(SpanBytes >= os::kPageBytes && WindowBytes > SpanBytes);
+
+public:
+  static constexpr std::size_t kWindowBytes = WindowBytes;
+  static constexpr std::size_t kSpanBytes = SpanBytes;
+  static constexpr std::size_t kPages = WindowBytes / SpanBytes;
+  static constexpr std::size_t kBitmapBytesPerPage = 512;
+  static constexpr std::size_t kCommitStep = std::size_t{2} << 20;
+
+  constexpr SpanArena() = default;
+
+  void *malloc(std::size_t sz) {
+    if (sz == 0 || sz > WindowBytes)
+      return nullptr;
+    const std::size_t bytes = (sz + SpanBytes - 1) & ~(SpanBytes - 1);
+    std::lock_guard<SpinLock> guard(lock_);
+    if (!reserveLocked())
+      return nullptr;
+    if (bytes > WindowBytes - used_)
+      return nullptr;
+    const std::size_t start = used_;
+    if (start + bytes > committed_) {
+      std::size_t want = (start + bytes + kCommitStep - 1) & ~(kCommitStep - 1);
+      if (want > WindowBytes)
+        want = WindowBytes;
+      if (!os::commit(reinterpret_cast<char *>(base_) + committed_,
+                      want - committed_))
+        return nullptr;
+      committed_ = want;
+    }
+    used_ = start + bytes;
+    used_atomic_.store(used_, std::memory_order_relaxed);
+    return reinterpret_cast<void *>(base_ + start);
+  }
+
+  /// Spans are never given back to the arena; the layer above recycles them.
+  void free(void *) {}
+
+  bool owns(const void *p) const {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t b = base_atomic_.load(std::memory_order_acquire);
+    return b != 0 && a - b < used_atomic_.load(std::memory_order_relaxed);
+  }
+
+  /// Start of the window (0 before the first malloc).
+  std::uintptr_t base() const {
+    return base_atomic_.load(std::memory_order_acquire);
+  }
+  /// Bytes of the window handed out so far (the heap's footprint).
+  std::size_t usedBytes() const {
+    return used_atomic_.load(std::memory_order_relaxed);
+  }
+
+  SpanPage &page(const void *p) { return pages_[pageIndex(p)]; }
+  SpanPage &pageAt(std::size_t index) { return pages_[index]; }
+  std::size_t pageIndex(const void *p) const {
+    return (reinterpret_cast<std::uintptr_t>(p) - base_) / SpanBytes;
+  }
+  void *pageStart(std::size_t index) const {
+    return reinterpret_cast<void *>(base_ + index * SpanBytes);
+  }
+  std::uint64_t *bits(std::size_t index) {
+    return reinterpret_cast<std::uint64_t *>(bitmaps_ +
+                                             index * kBitmapBytesPerPage);
+  }
+
+  void lockArena() { lock_.lock(); }
+  void unlockArena() { lock_.unlock(); }
+
+private:
+  bool reserveLocked() {
+    if (base_ != 0)
+      return true;
+    void *w = os::reserve(WindowBytes);
+    void *meta = os::map_sparse(kPages * sizeof(SpanPage));
+    void *bits = os::map_sparse(kPages * kBitmapBytesPerPage);
+    if (!w || !meta || !bits) {
+      if (w)
+        os::unmap(w, WindowBytes);
+      if (meta)
+        os::unmap(meta, kPages * sizeof(SpanPage));
+      if (bits)
+        os::unmap(bits, kPages * kBitmapBytesPerPage);
+      return false;
+    }
+    pages_ = static_cast<SpanPage *>(meta);
+    bitmaps_ = static_cast<unsigned char *>(bits);
+    base_ = reinterpret_cast<std::uintptr_t>(w);
+    base_atomic_.store(base_, std::memory_order_release);
+    return true;
+  }
+
+  SpinLock lock_;
+  std::uintptr_t base_ = 0;
+  std::size_t used_ = 0;
+  std::size_t committed_ = 0;
+  SpanPage *pages_ = nullptr;
+  unsigned char *bitmaps_ = nullptr;
+  std::atomic<std::uintptr_t> base_atomic_{0};
+  std::atomic<std::size_t> used_atomic_{0};
+};
+
+static_assert(HeapLayer<SpanArena<>> && OwningHeapLayer<SpanArena<>>);
+
+} // namespace defero

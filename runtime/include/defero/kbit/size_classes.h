@@ -1,0 +1,98 @@
+// size_classes.h - the 'size' dimension of the Defero heap: segregated size
+// classes (SGI STL allocator style, as the paper's Defero uses), checked at
+// compile time.
+//
+// Classes: 16..256 in steps of 16, then four classes per power of two up to
+// 32 KiB. Every class size is a multiple of 16 (the malloc alignment), so a
+// chunk at span_start + i * size is 16-byte aligned; power-of-two classes
+// are aligned to their size, which aligned allocation relies on.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace defero::kbit {
+
+inline constexpr std::array<std::uint32_t, 44> kClassBytes = {
+    16,    32,    48,    64,    80,    96,    112,   128,   144,
+    160,   176,   192,   208,   224,   240,   256,   320,   384,
+    448,   512,   640,   768,   896,   1024,  1280,  1536,  1792,
+    2048,  2560,  3072,  3584,  4096,  5120,  6144,  7168,  8192,
+    10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768};
+
+inline constexpr unsigned kNumClasses = kClassBytes.size();
+inline constexpr std::size_t kMaxSmallBytes = kClassBytes.back();
+inline constexpr std::size_t kSmallTableStep = 16;
+inline constexpr std::size_t kSmallTableMax = 1024;
+
+/// Span bytes for a class: 64 KiB, or enough for 8 chunks of large classes.
+inline constexpr std::size_t spanBytesFor(std::uint32_t cls_bytes,
+                                          std::size_t span_unit) {
+  std::size_t want = std::size_t{cls_bytes} * 8;
+  return want <= span_unit ? span_unit
+                           : (want + span_unit - 1) / span_unit * span_unit;
+}
+
+namespace detail {
+constexpr auto makeSmallTable() {
+  std::array<std::uint8_t, kSmallTableMax / kSmallTableStep + 1> t{};
+  unsigned c = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::size_t bytes = i * kSmallTableStep;
+    while (kClassBytes[c] < bytes)
+      ++c;
+    t[i] = static_cast<std::uint8_t>(c);
+  }
+  return t;
+}
+constexpr bool classesSorted() {
+  for (unsigned i = 1; i < kNumClasses; ++i)
+    if (kClassBytes[i] <= kClassBytes[i - 1])
+      return false;
+  return true;
+}
+constexpr bool classesAligned() {
+  for (auto b : kClassBytes)
+    if (b % 16 != 0)
+      return false;
+  return true;
+}
+} // namespace detail
+
+inline constexpr auto kSmallTable = detail::makeSmallTable();
+
+static_assert(detail::classesSorted(), "size classes must increase");
+static_assert(detail::classesAligned(), "size classes keep 16-byte alignment");
+static_assert(kNumClasses < 255, "class index + 1 must fit SpanPage's byte");
+static_assert(kClassBytes[kSmallTable[1]] == 16 &&
+              kClassBytes[kSmallTable[kSmallTable.size() - 1]] == 1024);
+
+/// The smallest class holding `sz` bytes (sz <= kMaxSmallBytes). About three
+/// instructions for sz <= 1 KiB; a short scan above.
+inline constexpr unsigned classOf(std::size_t sz) {
+  if (sz <= kSmallTableMax)
+    return kSmallTable[(sz + kSmallTableStep - 1) / kSmallTableStep];
+  unsigned c = kSmallTable.back();
+  while (kClassBytes[c] < sz)
+    ++c;
+  return c;
+}
+
+/// The smallest class holding `sz` bytes whose chunks are `align`-aligned
+/// (align a power of two <= 32 KiB), or kNumClasses if none.
+inline constexpr unsigned alignedClassOf(std::size_t sz, std::size_t align) {
+  if (sz > kMaxSmallBytes)
+    return kNumClasses;
+  for (unsigned c = classOf(sz); c < kNumClasses; ++c)
+    if (kClassBytes[c] % align == 0)
+      return c;
+  return kNumClasses;
+}
+
+static_assert(classOf(1) == 0 && classOf(16) == 0 && classOf(17) == 1);
+static_assert(classOf(1025) == 24 && classOf(kMaxSmallBytes) == 43);
+static_assert(kClassBytes[alignedClassOf(24, 64)] == 64);
+static_assert(kClassBytes[alignedClassOf(100, 4096)] == 4096);
+
+} // namespace defero::kbit

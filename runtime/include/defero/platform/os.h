@@ -1,0 +1,114 @@
+// os.h - every operating-system call the runtime makes, in one place.
+//
+// Nothing else in runtime/ includes <sys/mman.h>, <unistd.h> or <fcntl.h>;
+// layers reach the OS only through these functions. None of them allocate,
+// so they are safe to call from inside malloc.
+#pragma once
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace defero::os {
+
+inline constexpr std::size_t kPageBytes = 4096;
+
+/// Reserves `bytes` of address space with no access and no commit charge.
+/// Returns nullptr on failure.
+inline void *reserve(std::size_t bytes) {
+  void *p = ::mmap(nullptr, bytes, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+/// Makes a reserved range readable and writable (committed on first touch).
+inline bool commit(void *p, std::size_t bytes) {
+  return ::mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0;
+}
+
+/// Maps `bytes` of fresh zeroed read-write memory. nullptr on failure.
+inline void *map(std::size_t bytes) {
+  void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+/// Maps `bytes` of read-write memory that is committed only when touched and
+/// charged to nobody until then: for sparse metadata tables.
+inline void *map_sparse(std::size_t bytes) {
+  void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+/// Gives the processor to another thread (spin-lock back-off).
+inline void yield() { ::sched_yield(); }
+
+inline void unmap(void *p, std::size_t bytes) { ::munmap(p, bytes); }
+
+/// Grows or shrinks a mapping, possibly moving it. nullptr on failure.
+inline void *remap(void *p, std::size_t old_bytes, std::size_t new_bytes) {
+  void *q = ::mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
+  return q == MAP_FAILED ? nullptr : q;
+}
+
+/// Tells the OS the range's contents are no longer needed (pages read back
+/// as zero).
+inline void discard(void *p, std::size_t bytes) {
+  ::madvise(p, bytes, MADV_DONTNEED);
+}
+
+inline void write_all(int fd, const char *s, std::size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, s, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    s += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+inline int open_for_writing(const char *path, bool append) {
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+  return ::open(path, flags, 0644);
+}
+
+inline void close_fd(int fd) { ::close(fd); }
+
+/// Prints "defero: <call>(<ptr>): <what>" on stderr and aborts. Used for
+/// heap corruption the program cannot recover from (double free, foreign
+/// pointer, overwritten canary). Never allocates.
+[[noreturn]] inline void fatal_pointer(const char *call, const void *ptr,
+                                       const char *what) {
+  char line[256];
+  int n = std::snprintf(line, sizeof line, "defero: %s(%p): %s\n", call, ptr,
+                        what);
+  if (n > 0)
+    write_all(2, line, static_cast<std::size_t>(n) < sizeof line
+                           ? static_cast<std::size_t>(n)
+                           : sizeof line - 1);
+  std::abort();
+}
+
+/// Prints "defero: <message>" on stderr and ends the process with status 2.
+/// Used for configuration errors (a bad DEFERO_* value).
+[[noreturn]] inline void fatal_config(const char *message) {
+  char line[512];
+  int n = std::snprintf(line, sizeof line, "defero: %s\n", message);
+  if (n > 0)
+    write_all(2, line, static_cast<std::size_t>(n) < sizeof line
+                           ? static_cast<std::size_t>(n)
+                           : sizeof line - 1);
+  ::_exit(2);
+}
+
+} // namespace defero::os

@@ -1,0 +1,98 @@
+// api.cpp - the C API of <defero/defero.h>, the hint ABI, and the library's
+// load/unload hooks (fork handlers, statistics at exit).
+#include <cerrno>
+#include <cstdio>
+#include <new>
+#include <pthread.h>
+
+#include "defero/defero.h"
+#include "process_heap.h"
+
+using defero::processHeap;
+
+extern "C" {
+
+void *defero_malloc(size_t size) { return processHeap().malloc(size); }
+void defero_free(void *ptr) { processHeap().free(ptr, "defero_free"); }
+void *defero_alloc_near(size_t size, const void *hint) {
+  return processHeap().allocNear(size, hint);
+}
+void *defero_alloc_path(size_t size, uint64_t bits, unsigned depth) {
+  return processHeap().allocPath(size, bits, depth);
+}
+size_t defero_usable_size(const void *ptr) {
+  return processHeap().usableSize(ptr);
+}
+long long defero_class_of(const void *ptr) {
+  return processHeap().classOf(ptr);
+}
+int defero_stats_json(FILE *out) {
+  if (!out)
+    return -1;
+  char buf[1024];
+  const std::size_t n = processHeap().formatStats(buf, sizeof buf);
+  return std::fwrite(buf, 1, n, out) == n && std::fflush(out) == 0 ? 0 : -1;
+}
+
+void __defero_hint_neighbor(const void *container, const void *neighbor) {
+  processHeap().hintNeighbor(container, neighbor);
+}
+void __defero_hint_tree(const void *container, const void *parent,
+                        int insert_left) {
+  processHeap().hintTree(container, parent, insert_left);
+}
+void __defero_hint_container(const void *container) {
+  processHeap().hintContainer(container);
+}
+void __defero_container_policy(const void *container, const char *predicate,
+                               int k) {
+  processHeap().containerPolicy(container, predicate, k);
+}
+
+void *__defero_new_hinted(size_t size, int kind, const void *container,
+                          const void *where, int side) {
+  auto &h = processHeap();
+  switch (kind) {
+  case 1:
+    h.hintNeighbor(container, where);
+    break;
+  case 2:
+    h.hintTree(container, where, side);
+    break;
+  case 3:
+    h.hintContainer(container);
+    break;
+  default:
+    break; // unknown kind: an unhinted allocation, never a failure
+  }
+  for (;;) {
+    if (void *p = h.malloc(size))
+      return p;
+    std::new_handler handler = std::get_new_handler();
+    if (!handler)
+      throw std::bad_alloc();
+    handler();
+  }
+}
+
+} // extern "C"
+
+namespace {
+
+void forkPrepare() { processHeap().forkPrepare(); }
+void forkParent() { processHeap().forkParent(); }
+void forkChild() { processHeap().forkChild(); }
+
+// Runs when the library is loaded: reads the environment now (so a bad
+// DEFERO_* value stops the program at start, not at its first malloc) and
+// registers the fork handlers.
+__attribute__((constructor)) void deferoLoad() {
+  processHeap();
+  pthread_atfork(forkPrepare, forkParent, forkChild);
+}
+
+// Runs late at exit (after the program's own destructors, for a preloaded
+// or linked library): trace flush and statistics.
+__attribute__((destructor)) void deferoUnload() { processHeap().atExit(); }
+
+} // namespace

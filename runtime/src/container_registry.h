@@ -1,0 +1,112 @@
+// container_registry.h - what the runtime remembers per container: its
+// policy (from __defero_container_policy) and its last hinted node (where a
+// container hint places the next node).
+//
+// An open-addressed table of kSlots entries in lazily committed memory,
+// under one spin lock; never allocates. It is a cache: when a probe window
+// is full the oldest non-policy entry there is replaced, so a program with
+// more live containers than slots loses only placement quality, never
+// correctness. Policy entries are kept unless the whole window holds
+// policies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "defero/heaplayers/threads/spin_lock.h"
+#include "defero/kbit/predicate.h"
+#include "defero/platform/os.h"
+
+namespace defero {
+
+class ContainerRegistry {
+public:
+  struct Entry {
+    const void *container = nullptr;
+    const void *last_node = nullptr;
+    std::int8_t policy = -1; // -1: the process default
+    std::uint8_t k = 0;      // 0: the process default
+  };
+
+  /// Records a policy for `c`. False if the table could not be mapped.
+  bool setPolicy(const void *c, Predicate p, unsigned k) {
+    std::lock_guard<SpinLock> guard(lock_);
+    Entry *e = slotLocked(c, true);
+    if (!e)
+      return false;
+    e->policy = static_cast<std::int8_t>(p);
+    e->k = static_cast<std::uint8_t>(k);
+    used_ = true;
+    return true;
+  }
+
+  /// Copies c's entry into out; false if c is unknown.
+  bool lookup(const void *c, Entry &out) {
+    if (!used_)
+      return false;
+    std::lock_guard<SpinLock> guard(lock_);
+    Entry *e = slotLocked(c, false);
+    if (!e)
+      return false;
+    out = *e;
+    return true;
+  }
+
+  /// Remembers `node` as c's last node (creating the entry if `create`).
+  void setLast(const void *c, const void *node, bool create) {
+    if (!create && !used_)
+      return;
+    std::lock_guard<SpinLock> guard(lock_);
+    if (Entry *e = slotLocked(c, create)) {
+      e->last_node = node;
+      used_ = true;
+    }
+  }
+
+  bool used() const { return used_; }
+  void lockRegistry() { lock_.lock(); }
+  void unlockRegistry() { lock_.unlock(); }
+
+private:
+  static constexpr std::size_t kSlots = 1u << 16;
+  static constexpr std::size_t kWindow = 16;
+
+  Entry *slotLocked(const void *c, bool create) {
+    if (!table_) {
+      if (!create)
+        return nullptr;
+      table_ = static_cast<Entry *>(os::map_sparse(kSlots * sizeof(Entry)));
+      if (!table_)
+        return nullptr;
+    }
+    const auto key = reinterpret_cast<std::uintptr_t>(c);
+    const std::size_t h = (key >> 4) * 0x9E3779B97F4A7C15ull >> 48;
+    Entry *victim = nullptr;
+    for (std::size_t i = 0; i < kWindow; ++i) {
+      Entry &e = table_[(h + i) & (kSlots - 1)];
+      if (e.container == c)
+        return &e;
+      if (!e.container) {
+        if (!create)
+          return nullptr;
+        e = Entry{c, nullptr, -1, 0};
+        return &e;
+      }
+      if (!victim && e.policy < 0)
+        victim = &e;
+    }
+    if (!create)
+      return nullptr;
+    if (!victim)
+      victim = &table_[h & (kSlots - 1)];
+    *victim = Entry{c, nullptr, -1, 0};
+    return victim;
+  }
+
+  SpinLock lock_;
+  Entry *table_ = nullptr;
+  bool used_ = false;
+};
+
+} // namespace defero

@@ -1,0 +1,169 @@
+// overrides.cpp - the only place the malloc family and operator new/delete
+// are replaced. Compiled into libdefero.so only (never into defero_core, so
+// benchmarks and tests can hold the Defero heap and the system allocator
+// side by side in one process).
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+#include "process_heap.h"
+
+using defero::processHeap;
+
+#define DEFERO_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+bool isPowerOfTwo(std::size_t a) { return a != 0 && (a & (a - 1)) == 0; }
+
+constexpr std::size_t kPage = 4096;
+
+} // namespace
+
+DEFERO_EXPORT void *malloc(std::size_t size) { return processHeap().malloc(size); }
+
+DEFERO_EXPORT void free(void *p) { processHeap().free(p, "free"); }
+
+DEFERO_EXPORT void *calloc(std::size_t n, std::size_t size) {
+  return processHeap().calloc(n, size);
+}
+
+DEFERO_EXPORT void *realloc(void *p, std::size_t size) {
+  return processHeap().realloc(p, size, "realloc");
+}
+
+DEFERO_EXPORT void *reallocarray(void *p, std::size_t n, std::size_t size) {
+  std::size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return processHeap().realloc(p, total, "reallocarray");
+}
+
+DEFERO_EXPORT int posix_memalign(void **out, std::size_t align, std::size_t size) {
+  if (!isPowerOfTwo(align) || align % sizeof(void *) != 0)
+    return EINVAL;
+  const int saved = errno;
+  void *p = processHeap().mallocAligned(size, align);
+  errno = saved; // posix_memalign reports through its result only
+  if (!p)
+    return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+DEFERO_EXPORT void *aligned_alloc(std::size_t align, std::size_t size) {
+  if (!isPowerOfTwo(align)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return processHeap().mallocAligned(size, align);
+}
+
+DEFERO_EXPORT void *memalign(std::size_t align, std::size_t size) {
+  if (!isPowerOfTwo(align)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return processHeap().mallocAligned(size, align);
+}
+
+DEFERO_EXPORT void *valloc(std::size_t size) {
+  return processHeap().mallocAligned(size, kPage);
+}
+
+DEFERO_EXPORT void *pvalloc(std::size_t size) {
+  if (size > SIZE_MAX - kPage) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return processHeap().mallocAligned((size + kPage - 1) & ~(kPage - 1), kPage);
+}
+
+DEFERO_EXPORT std::size_t malloc_usable_size(void *p) {
+  return processHeap().usableSize(p);
+}
+
+// --- operator new / delete ---------------------------------------------------
+
+namespace {
+
+void *newOrThrow(std::size_t size, std::size_t align) {
+  for (;;) {
+    void *p = align ? processHeap().mallocAligned(size, align)
+                    : processHeap().malloc(size);
+    if (p)
+      return p;
+    std::new_handler handler = std::get_new_handler();
+    if (!handler)
+      throw std::bad_alloc();
+    handler();
+  }
+}
+
+void *newNoThrow(std::size_t size, std::size_t align) noexcept {
+  try {
+    return newOrThrow(size, align);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void deleteIt(void *p) noexcept { processHeap().free(p, "operator delete"); }
+
+} // namespace
+
+#define DEFERO_NEW __attribute__((visibility("default")))
+
+DEFERO_NEW void *operator new(std::size_t n) { return newOrThrow(n, 0); }
+DEFERO_NEW void *operator new[](std::size_t n) { return newOrThrow(n, 0); }
+DEFERO_NEW void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+  return newNoThrow(n, 0);
+}
+DEFERO_NEW void *operator new[](std::size_t n, const std::nothrow_t &) noexcept {
+  return newNoThrow(n, 0);
+}
+DEFERO_NEW void *operator new(std::size_t n, std::align_val_t a) {
+  return newOrThrow(n, static_cast<std::size_t>(a));
+}
+DEFERO_NEW void *operator new[](std::size_t n, std::align_val_t a) {
+  return newOrThrow(n, static_cast<std::size_t>(a));
+}
+DEFERO_NEW void *operator new(std::size_t n, std::align_val_t a,
+                              const std::nothrow_t &) noexcept {
+  return newNoThrow(n, static_cast<std::size_t>(a));
+}
+DEFERO_NEW void *operator new[](std::size_t n, std::align_val_t a,
+                                const std::nothrow_t &) noexcept {
+  return newNoThrow(n, static_cast<std::size_t>(a));
+}
+
+DEFERO_NEW void operator delete(void *p) noexcept { deleteIt(p); }
+DEFERO_NEW void operator delete[](void *p) noexcept { deleteIt(p); }
+DEFERO_NEW void operator delete(void *p, std::size_t) noexcept { deleteIt(p); }
+DEFERO_NEW void operator delete[](void *p, std::size_t) noexcept { deleteIt(p); }
+DEFERO_NEW void operator delete(void *p, std::align_val_t) noexcept { deleteIt(p); }
+DEFERO_NEW void operator delete[](void *p, std::align_val_t) noexcept { deleteIt(p); }
+DEFERO_NEW void operator delete(void *p, std::size_t, std::align_val_t) noexcept {
+  deleteIt(p);
+}
+DEFERO_NEW void operator delete[](void *p, std::size_t, std::align_val_t) noexcept {
+  deleteIt(p);
+}
+DEFERO_NEW void operator delete(void *p, const std::nothrow_t &) noexcept {
+  deleteIt(p);
+}
+DEFERO_NEW void operator delete[](void *p, const std::nothrow_t &) noexcept {
+  deleteIt(p);
+}
+DEFERO_NEW void operator delete(void *p, std::align_val_t,
+                                const std::nothrow_t &) noexcept {
+  deleteIt(p);
+}
+DEFERO_NEW void operator delete[](void *p, std::align_val_t,
+                                  const std::nothrow_t &) noexcept {
+  deleteIt(p);
+}

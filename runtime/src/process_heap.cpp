@@ -1,0 +1,428 @@
+// process_heap.cpp - the process heap: routing, hints, policies, statistics.
+#include "process_heap.h"
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <pthread.h>
+
+#include "defero/platform/os.h"
+
+namespace defero {
+
+thread_local PendingHint tls_hint __attribute__((tls_model("initial-exec"))) = {};
+
+namespace {
+
+constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes;
+
+// libstdc++'s _Rb_tree_node_base: color, parent, left, right.
+struct RbNode {
+  int color;
+  RbNode *parent, *left, *right;
+};
+
+} // namespace
+
+ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg) {
+  for (unsigned i = 0; i < Small::kHeaps; ++i)
+    small_.heap(i).setK(cfg_.k);
+  trace_.open(cfg_.trace_fd);
+}
+
+// --- allocation -----------------------------------------------------------
+
+void *ProcessHeap::malloc(std::size_t sz) {
+  PendingHint h = tls_hint;
+  if (h.kind)
+    tls_hint.kind = kHintNone; // one-shot, whatever happens next
+  void *p;
+  std::size_t usable;
+  if (sz <= kMaxSmall) {
+    p = h.kind ? hinted(sz, h) : small_.current().malloc(sz);
+    usable = p ? kbit::kClassBytes[kbit::classOf(sz)] : 0;
+  } else {
+    p = large_.malloc(sz);
+    usable = p ? large_.getSize(p) : 0;
+    if (p)
+      noteFootprint();
+  }
+  if (!p) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  noteAlloc(p, usable, sz);
+  return p;
+}
+
+void ProcessHeap::noteAlloc(void *p, std::size_t usable, std::size_t requested) {
+  counters_.onAlloc(usable);
+  if (trace_.enabled())
+    trace_.onMalloc(p, requested);
+}
+
+void ProcessHeap::noteFootprint() {
+  const std::uint64_t fp = Arena::arena().usedBytes() + large_.mappedBytes();
+  std::uint64_t peak = peak_footprint_.load(std::memory_order_relaxed);
+  while (fp > peak && !peak_footprint_.compare_exchange_weak(
+                          peak, fp, std::memory_order_relaxed))
+    ;
+}
+
+void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
+  if (align <= kMinAlignment)
+    return malloc(sz);
+  tls_hint.kind = kHintNone;
+  void *p = nullptr;
+  std::size_t usable = 0;
+  const unsigned cls = align <= kMaxSmall ? kbit::alignedClassOf(sz, align)
+                                          : kbit::kNumClasses;
+  if (cls < kbit::kNumClasses) {
+    p = small_.current().withLock([&](auto &h) {
+      return h.allocateClass(cls, Predicate::First, nullptr, 0, 0);
+    });
+    usable = kbit::kClassBytes[cls];
+  } else {
+    p = large_.mallocAligned(sz, align);
+    if (p) {
+      usable = large_.getSize(p);
+      noteFootprint();
+    }
+  }
+  if (!p) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  noteAlloc(p, usable, sz);
+  return p;
+}
+
+void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
+  std::size_t total;
+  if (__builtin_mul_overflow(n, sz, &total)) {
+    tls_hint.kind = kHintNone;
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void *p = malloc(total);
+  if (p && total <= kMaxSmall) // large blocks are fresh zeroed mappings
+    std::memset(p, 0, total);
+  return p;
+}
+
+void ProcessHeap::free(void *p, const char *call) {
+  if (!p)
+    return;
+  if (Kbit *owner = small_.ownerOf(p)) {
+    std::size_t usable = 0;
+    owner->withLock([&](auto &h) {
+      usable = h.getSize(p);
+      h.release(p, call);
+    });
+    counters_.onFree(usable);
+  } else {
+    const std::size_t bytes = large_.getSize(p);
+    if (bytes == 0 || (noteFootprint(), !large_.tryFree(p)))
+      os::fatal_pointer(call, p, "pointer not allocated by this heap");
+    counters_.onFree(bytes);
+  }
+  if (trace_.enabled())
+    trace_.onFree(p);
+}
+
+void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
+  if (!p)
+    return malloc(sz);
+  if (sz == 0) { // glibc's behaviour: free and return NULL
+    free(p, call);
+    return nullptr;
+  }
+  std::size_t old;
+  if (Kbit *owner = small_.ownerOf(p)) {
+    old = owner->withLock([&](auto &h) {
+      if (!h.isLive(p))
+        os::fatal_pointer(call, p, "pointer is not a live block of this heap");
+      return h.getSize(p);
+    });
+    // Keep the block if the new size still belongs to its class or one
+    // below it (shrinking by less than half is not worth a copy).
+    if (sz <= old && (sz > old / 2 || old == kbit::kClassBytes[0])) {
+      if (trace_.enabled())
+        trace_.onRealloc(p, p, sz);
+      return p;
+    }
+  } else {
+    old = large_.getSize(p);
+    if (old == 0)
+      os::fatal_pointer(call, p, "pointer not allocated by this heap");
+    if (sz > kMaxSmall) {
+      noteFootprint();
+      void *q = large_.remap(p, sz);
+      if (!q) {
+        errno = ENOMEM;
+        return nullptr;
+      }
+      const std::size_t now = large_.getSize(q);
+      counters_.onFree(old);
+      counters_.onAlloc(now);
+      counters_.allocs.fetch_sub(1, std::memory_order_relaxed);
+      counters_.frees.fetch_sub(1, std::memory_order_relaxed);
+      noteFootprint();
+      if (trace_.enabled())
+        trace_.onRealloc(p, q, sz);
+      return q;
+    }
+  }
+  tls_hint.kind = kHintNone;
+  void *q = malloc(sz);
+  if (!q)
+    return nullptr; // p untouched, errno = ENOMEM
+  std::memcpy(q, p, old < sz ? old : sz);
+  free(p, call);
+  return q;
+}
+
+std::size_t ProcessHeap::usableSize(const void *p) {
+  if (!p)
+    return 0;
+  if (Kbit *owner = small_.ownerOf(p))
+    return owner->getSize(p);
+  return large_.getSize(p);
+}
+
+void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
+  tls_hint.kind = kHintNone;
+  if (sz > kMaxSmall)
+    return malloc(sz);
+  void *p = small_.heapFor(hint).mallocNear(sz, hint);
+  if (!p) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  noteAlloc(p, kbit::kClassBytes[kbit::classOf(sz)], sz);
+  return p;
+}
+
+void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits,
+                             unsigned depth) {
+  tls_hint.kind = kHintNone;
+  if (sz > kMaxSmall)
+    return malloc(sz);
+  void *p = small_.current().mallocPath(sz, bits, depth > 64 ? 64 : depth);
+  if (!p) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  noteAlloc(p, kbit::kClassBytes[kbit::classOf(sz)], sz);
+  return p;
+}
+
+long long ProcessHeap::classOf(const void *p) {
+  auto &h = small_.heap(0);
+  if (!h.inWindow(p))
+    return -1;
+  return static_cast<long long>(h.classKey(p));
+}
+
+// --- hints ------------------------------------------------------------------
+
+/// Serves a small request that carries a hint, under the container's policy.
+void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
+  Predicate pred = cfg_.policy;
+  const void *anchor = h.where;
+  ContainerRegistry::Entry e;
+  const bool known = registry_.lookup(h.container, e);
+  if (known && e.policy >= 0)
+    pred = static_cast<Predicate>(e.policy);
+  if (h.kind == kHintContainer)
+    anchor = known ? e.last_node : nullptr;
+
+  void *p = nullptr;
+  std::uint64_t bits = 0;
+  unsigned depth = 0;
+  const bool want_path = h.kind == kHintTree &&
+                         (pred == Predicate::Path || pred == Predicate::Auto);
+  if (pred == Predicate::First || (pred != Predicate::Path && !anchor && !want_path)) {
+    p = small_.heapFor(anchor).malloc(sz);
+  } else if (want_path && pathBits(h.where, h.side, bits, depth)) {
+    p = small_.heapFor(anchor).mallocPath(sz, bits, depth);
+  } else {
+    p = small_.heapFor(anchor).mallocNear(sz, anchor);
+  }
+  if (!p)
+    return nullptr;
+  hinted_allocs_.fetch_add(1, std::memory_order_relaxed);
+  auto &k0 = small_.heap(0);
+  if (anchor && k0.inWindow(anchor) && k0.classKey(anchor) == k0.classKey(p))
+    hint_same_class_.fetch_add(1, std::memory_order_relaxed);
+  registry_.setLast(h.container, p, h.kind == kHintContainer);
+  return p;
+}
+
+/// Direction bits from the root of a libstdc++ red-black tree down to
+/// `parent`, plus the final side. Reads only nodes that are chunks of this
+/// heap (so a wrong hint cannot make it read unmapped memory); stops at the
+/// root, whose parent is the tree's header (header->parent == root).
+bool ProcessHeap::pathBits(const void *parent, int insert_left,
+                           std::uint64_t &bits, unsigned &depth) {
+  auto readable = [&](const void *n) {
+    Kbit *o = small_.ownerOf(n);
+    return o &&
+           o->withLock([&](auto &h) { return h.bytesToChunkEnd(n); }) >=
+               sizeof(RbNode) &&
+           (reinterpret_cast<std::uintptr_t>(n) % alignof(RbNode)) == 0;
+  };
+  std::uint64_t up = 0;
+  unsigned n = 0;
+  auto *x = static_cast<const RbNode *>(parent);
+  if (x && readable(x)) {
+    while (n < 62) {
+      const RbNode *p = x->parent;
+      if (!p || !readable(p) || p->parent == x)
+        break; // x is the root (p is the header, or outside the heap)
+      up |= std::uint64_t{p->right == x} << n;
+      ++n;
+      x = p;
+    }
+  } else if (x) {
+    return false;
+  }
+  bits = (up << 1) | (insert_left ? 0u : 1u);
+  depth = n + 1;
+  return true;
+}
+
+void ProcessHeap::hintNeighbor(const void *c, const void *n) {
+  hints_neighbor_.fetch_add(1, std::memory_order_relaxed);
+  tls_hint = PendingHint{kHintNeighbor, 0, c, n};
+}
+void ProcessHeap::hintTree(const void *c, const void *parent, int insert_left) {
+  hints_tree_.fetch_add(1, std::memory_order_relaxed);
+  tls_hint = PendingHint{kHintTree, static_cast<std::int8_t>(insert_left != 0),
+                         c, parent};
+}
+void ProcessHeap::hintContainer(const void *c) {
+  hints_container_.fetch_add(1, std::memory_order_relaxed);
+  tls_hint = PendingHint{kHintContainer, 0, c, nullptr};
+}
+
+void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
+  Predicate p;
+  char msg[300];
+  if (!parsePredicate(predicate, p)) {
+    std::snprintf(msg, sizeof msg,
+                  "defero: __defero_container_policy: predicate '%.80s' is not "
+                  "valid (accepted: %s); container %p keeps the default\n",
+                  predicate ? predicate : "(null)", kPredicateNames, c);
+    os::write_all(2, msg, std::strlen(msg));
+    return;
+  }
+  if (k < 0 || k > 32) {
+    std::snprintf(msg, sizeof msg,
+                  "defero: __defero_container_policy: k=%d is not valid "
+                  "(accepted: 0 for the default, 1..32); container %p keeps "
+                  "the default\n",
+                  k, c);
+    os::write_all(2, msg, std::strlen(msg));
+    return;
+  }
+  registry_.setPolicy(c, p, static_cast<unsigned>(k));
+}
+
+// --- statistics -----------------------------------------------------------
+
+std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
+  noteFootprint();
+  auto ld = [](const std::atomic<std::uint64_t> &a) {
+    return static_cast<unsigned long long>(a.load(std::memory_order_relaxed));
+  };
+  int n = std::snprintf(
+      buf, cap,
+      "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %llu, "
+      "\"peak_footprint_bytes\": %llu, "
+      "\"hints\": {\"neighbor\": %llu, \"tree\": %llu, \"container\": %llu}, "
+      "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
+      "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
+      "\"live_bytes\": %llu, \"large_mapped_bytes\": %llu}\n",
+      ld(counters_.allocs), ld(counters_.frees), ld(counters_.peak_live_bytes),
+      ld(peak_footprint_), ld(hints_neighbor_), ld(hints_tree_),
+      ld(hints_container_), ld(hinted_allocs_), ld(hint_same_class_),
+      predicateName(cfg_.policy), cfg_.k, cfg_.backend,
+      ld(counters_.live_bytes),
+      static_cast<unsigned long long>(large_.mappedBytes()));
+  if (n < 0)
+    return 0;
+  return static_cast<std::size_t>(n) < cap ? static_cast<std::size_t>(n)
+                                           : cap - 1;
+}
+
+void ProcessHeap::atExit() {
+  trace_.flush();
+  if (!cfg_.stats_stderr && !cfg_.stats_file)
+    return;
+  char buf[1024];
+  const std::size_t n = formatStats(buf, sizeof buf);
+  if (cfg_.stats_stderr)
+    os::write_all(2, buf, n);
+  if (cfg_.stats_file) {
+    int fd = os::open_for_writing(cfg_.stats_file, false);
+    if (fd < 0) {
+      const char msg[] = "defero: DEFERO_STATS_FILE: cannot open at exit\n";
+      os::write_all(2, msg, sizeof msg - 1);
+      return;
+    }
+    os::write_all(fd, buf, n);
+    os::close_fd(fd);
+  }
+}
+
+// --- fork -------------------------------------------------------------------
+// Every lock is held across fork() so the child never inherits a heap that
+// another thread was halfway through changing. Order: registry, trace,
+// small heaps, arena, large (the order the allocator nests them in).
+
+void ProcessHeap::forkPrepare() {
+  registry_.lockRegistry();
+  trace_.lockLog();
+  for (unsigned i = 0; i < Small::kHeaps; ++i)
+    small_.heap(i).lockHeap();
+  Arena::arena().lockArena();
+  large_.lockHeap();
+}
+
+void ProcessHeap::forkParent() {
+  large_.unlockHeap();
+  Arena::arena().unlockArena();
+  for (unsigned i = Small::kHeaps; i-- > 0;)
+    small_.heap(i).unlockHeap();
+  trace_.unlockLog();
+  registry_.unlockRegistry();
+}
+
+void ProcessHeap::forkChild() { forkParent(); }
+
+// --- construction on first use ------------------------------------------------
+
+namespace {
+alignas(ProcessHeap) unsigned char heap_storage[sizeof(ProcessHeap)];
+std::atomic<int> heap_state{0}; // 0 none, 1 constructing, 2 ready
+ProcessHeap *heap_ptr = nullptr;
+} // namespace
+
+ProcessHeap &processHeap() {
+  if (__builtin_expect(heap_state.load(std::memory_order_acquire) == 2, 1))
+    return *heap_ptr;
+  int expected = 0;
+  if (heap_state.compare_exchange_strong(expected, 1,
+                                         std::memory_order_acq_rel)) {
+    Config cfg = readConfig();
+    heap_ptr = new (heap_storage) ProcessHeap(cfg);
+    heap_state.store(2, std::memory_order_release);
+    return *heap_ptr;
+  }
+  while (heap_state.load(std::memory_order_acquire) != 2)
+    os::yield();
+  return *heap_ptr;
+}
+
+} // namespace defero
