@@ -15,6 +15,10 @@ thread_local PendingHint tls_hint __attribute__((tls_model("initial-exec"))) = {
 namespace {
 
 constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes;
+// Outside the small-object window a block's history is not kept, so a
+// double free and a foreign pointer look alike there.
+constexpr const char *kNotLive =
+    "not a live block of this heap (never allocated here, or already freed)";
 
 // libstdc++'s _Rb_tree_node_base: color, parent, left, right.
 struct RbNode {
@@ -122,8 +126,11 @@ void ProcessHeap::free(void *p, const char *call) {
     counters_.onFree(usable);
   } else {
     const std::size_t bytes = large_.getSize(p);
-    if (bytes == 0 || (noteFootprint(), !large_.tryFree(p)))
-      os::fatal_pointer(call, p, "pointer not allocated by this heap");
+    if (bytes == 0)
+      os::fatal_pointer(call, p, kNotLive);
+    noteFootprint(); // the peak may be now, just before this block goes
+    if (!large_.tryFree(p))
+      os::fatal_pointer(call, p, kNotLive);
     counters_.onFree(bytes);
   }
   if (trace_.enabled())
@@ -154,7 +161,7 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   } else {
     old = large_.getSize(p);
     if (old == 0)
-      os::fatal_pointer(call, p, "pointer not allocated by this heap");
+      os::fatal_pointer(call, p, kNotLive);
     if (sz > kMaxSmall) {
       noteFootprint();
       void *q = large_.remap(p, sz);
