@@ -36,7 +36,9 @@ ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg) {
 
 // --- allocation -----------------------------------------------------------
 
-void *ProcessHeap::malloc(std::size_t sz) {
+void *ProcessHeap::malloc(std::size_t sz) { return mallocFresh(sz, nullptr); }
+
+void *ProcessHeap::mallocFresh(std::size_t sz, bool *fresh) {
   PendingHint h = tls_hint;
   if (h.kind)
     tls_hint.kind = kHintNone; // one-shot, whatever happens next
@@ -45,11 +47,15 @@ void *ProcessHeap::malloc(std::size_t sz) {
   if (sz <= kMaxSmall) {
     p = h.kind ? hinted(sz, h) : small_.current().malloc(sz);
     usable = p ? kbit::kClassBytes[kbit::classOf(sz)] : 0;
+    if (fresh)
+      *fresh = false;
   } else {
-    p = large_.malloc(sz);
+    p = large_.mallocAligned(sz, os::kPageBytes, fresh);
     usable = p ? large_.getSize(p) : 0;
-    if (p)
+    if (p) {
+      counters().large_allocs.fetch_add(1, std::memory_order_relaxed);
       noteFootprint();
+    }
   }
   if (!p) {
     errno = ENOMEM;
@@ -59,8 +65,36 @@ void *ProcessHeap::malloc(std::size_t sz) {
   return p;
 }
 
+namespace {
+thread_local unsigned counter_slot __attribute__((tls_model("initial-exec"))) = 0;
+thread_local std::int64_t pending_live __attribute__((tls_model("initial-exec"))) = 0;
+constexpr std::int64_t kLiveBatch = 64 * 1024;
+} // namespace
+
+ProcessHeap::SlotCounters &ProcessHeap::counters() {
+  if (counter_slot == 0)
+    counter_slot = 1 + next_slot_.fetch_add(1, std::memory_order_relaxed) % kCounterSlots;
+  return slots_[counter_slot - 1];
+}
+
+/// Adds to this thread's pending live bytes; publishes them (and raises the
+/// peak) once they move by kLiveBatch, so a malloc/free pair costs no
+/// shared-cache-line write.
+void ProcessHeap::addLive(std::int64_t bytes) {
+  pending_live += bytes;
+  if (pending_live < kLiveBatch && pending_live > -kLiveBatch)
+    return;
+  const std::int64_t live =
+      live_.fetch_add(pending_live, std::memory_order_relaxed) + pending_live;
+  pending_live = 0;
+  std::int64_t peak = peak_live_.load(std::memory_order_relaxed);
+  while (live > peak && !peak_live_.compare_exchange_weak(
+                            peak, live, std::memory_order_relaxed))
+    ;
+}
+
 void ProcessHeap::noteAlloc(void *p, std::size_t usable, std::size_t requested) {
-  counters_.onAlloc(usable);
+  addLive(static_cast<std::int64_t>(usable));
   if (trace_.enabled())
     trace_.onMalloc(p, requested);
 }
@@ -90,6 +124,7 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
     p = large_.mallocAligned(sz, align);
     if (p) {
       usable = large_.getSize(p);
+      counters().large_allocs.fetch_add(1, std::memory_order_relaxed);
       noteFootprint();
     }
   }
@@ -108,8 +143,9 @@ void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
     errno = ENOMEM;
     return nullptr;
   }
-  void *p = malloc(total);
-  if (p && total <= kMaxSmall) // large blocks are fresh zeroed mappings
+  bool fresh = false;
+  void *p = mallocFresh(total, &fresh);
+  if (p && !fresh) // fresh mappings are zero already: do not touch them
     std::memset(p, 0, total);
   return p;
 }
@@ -123,7 +159,7 @@ void ProcessHeap::free(void *p, const char *call) {
       usable = h.getSize(p);
       h.release(p, call);
     });
-    counters_.onFree(usable);
+    addLive(-static_cast<std::int64_t>(usable));
   } else {
     const std::size_t bytes = large_.getSize(p);
     if (bytes == 0)
@@ -131,7 +167,8 @@ void ProcessHeap::free(void *p, const char *call) {
     noteFootprint(); // the peak may be now, just before this block goes
     if (!large_.tryFree(p))
       os::fatal_pointer(call, p, kNotLive);
-    counters_.onFree(bytes);
+    counters().large_frees.fetch_add(1, std::memory_order_relaxed);
+    addLive(-static_cast<std::int64_t>(bytes));
   }
   if (trace_.enabled())
     trace_.onFree(p);
@@ -170,10 +207,7 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
         return nullptr;
       }
       const std::size_t now = large_.getSize(q);
-      counters_.onFree(old);
-      counters_.onAlloc(now);
-      counters_.allocs.fetch_sub(1, std::memory_order_relaxed);
-      counters_.frees.fetch_sub(1, std::memory_order_relaxed);
+      addLive(static_cast<std::int64_t>(now) - static_cast<std::int64_t>(old));
       noteFootprint();
       if (trace_.enabled())
         trace_.onRealloc(p, q, sz);
@@ -258,10 +292,11 @@ void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
   }
   if (!p)
     return nullptr;
-  hinted_allocs_.fetch_add(1, std::memory_order_relaxed);
+  SlotCounters &sc = counters();
+  sc.hinted_allocs.fetch_add(1, std::memory_order_relaxed);
   auto &k0 = small_.heap(0);
   if (anchor && k0.inWindow(anchor) && k0.classKey(anchor) == k0.classKey(p))
-    hint_same_class_.fetch_add(1, std::memory_order_relaxed);
+    sc.hint_same_class.fetch_add(1, std::memory_order_relaxed);
   registry_.setLast(h.container, p, h.kind == kHintContainer);
   return p;
 }
@@ -273,10 +308,7 @@ void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
 bool ProcessHeap::pathBits(const void *parent, int insert_left,
                            std::uint64_t &bits, unsigned &depth) {
   auto readable = [&](const void *n) {
-    Kbit *o = small_.ownerOf(n);
-    return o &&
-           o->withLock([&](auto &h) { return h.bytesToChunkEnd(n); }) >=
-               sizeof(RbNode) &&
+    return small_.heap(0).readableBytes(n) >= sizeof(RbNode) &&
            (reinterpret_cast<std::uintptr_t>(n) % alignof(RbNode)) == 0;
   };
   std::uint64_t up = 0;
@@ -300,16 +332,16 @@ bool ProcessHeap::pathBits(const void *parent, int insert_left,
 }
 
 void ProcessHeap::hintNeighbor(const void *c, const void *n) {
-  hints_neighbor_.fetch_add(1, std::memory_order_relaxed);
+  counters().hints[0].fetch_add(1, std::memory_order_relaxed);
   tls_hint = PendingHint{kHintNeighbor, 0, c, n};
 }
 void ProcessHeap::hintTree(const void *c, const void *parent, int insert_left) {
-  hints_tree_.fetch_add(1, std::memory_order_relaxed);
+  counters().hints[1].fetch_add(1, std::memory_order_relaxed);
   tls_hint = PendingHint{kHintTree, static_cast<std::int8_t>(insert_left != 0),
                          c, parent};
 }
 void ProcessHeap::hintContainer(const void *c) {
-  hints_container_.fetch_add(1, std::memory_order_relaxed);
+  counters().hints[2].fetch_add(1, std::memory_order_relaxed);
   tls_hint = PendingHint{kHintContainer, 0, c, nullptr};
 }
 
@@ -340,22 +372,42 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
 
 std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
   noteFootprint();
-  auto ld = [](const std::atomic<std::uint64_t> &a) {
-    return static_cast<unsigned long long>(a.load(std::memory_order_relaxed));
-  };
+  unsigned long long allocs = 0, frees = 0, hints[3] = {}, hinted = 0,
+                     same = 0;
+  for (unsigned i = 0; i < Small::kHeaps; ++i)
+    small_.heap(i).withLock([&](auto &h) {
+      allocs += h.allocCount();
+      frees += h.freeCount();
+    });
+  for (const SlotCounters &c : slots_) {
+    auto ld = [](const std::atomic<std::uint64_t> &a) {
+      return static_cast<unsigned long long>(a.load(std::memory_order_relaxed));
+    };
+    allocs += ld(c.large_allocs);
+    frees += ld(c.large_frees);
+    for (int k = 0; k < 3; ++k)
+      hints[k] += ld(c.hints[k]);
+    hinted += ld(c.hinted_allocs);
+    same += ld(c.hint_same_class);
+  }
+  // This thread's unpublished live bytes count too (others' are within
+  // kLiveBatch each).
+  const long long live = live_.load(std::memory_order_relaxed) + pending_live;
+  long long peak = peak_live_.load(std::memory_order_relaxed);
+  if (live > peak)
+    peak = live;
   int n = std::snprintf(
       buf, cap,
-      "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %llu, "
+      "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %lld, "
       "\"peak_footprint_bytes\": %llu, "
       "\"hints\": {\"neighbor\": %llu, \"tree\": %llu, \"container\": %llu}, "
       "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
       "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
-      "\"live_bytes\": %llu, \"large_mapped_bytes\": %llu}\n",
-      ld(counters_.allocs), ld(counters_.frees), ld(counters_.peak_live_bytes),
-      ld(peak_footprint_), ld(hints_neighbor_), ld(hints_tree_),
-      ld(hints_container_), ld(hinted_allocs_), ld(hint_same_class_),
-      predicateName(cfg_.policy), cfg_.k, cfg_.backend,
-      ld(counters_.live_bytes),
+      "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu}\n",
+      allocs, frees, peak,
+      static_cast<unsigned long long>(peak_footprint_.load()), hints[0],
+      hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
+      cfg_.backend, live,
       static_cast<unsigned long long>(large_.mappedBytes()));
   if (n < 0)
     return 0;

@@ -79,22 +79,38 @@ public:
   const Config &config() const { return cfg_; }
 
 private:
-  void *mallocSmall(std::size_t sz, const PendingHint &h);
+  void *mallocFresh(std::size_t sz, bool *fresh);
   void *hinted(std::size_t sz, const PendingHint &h);
   bool pathBits(const void *parent, int insert_left, std::uint64_t &bits,
                 unsigned &depth);
   void noteAlloc(void *p, std::size_t usable, std::size_t requested);
   void noteFootprint();
 
+  /// Counters of one thread slot, on their own cache line so threads do
+  /// not bounce lines between cores (threads share a slot only beyond
+  /// kCounterSlots threads, and then still count exactly: the adds are
+  /// atomic).
+  struct alignas(64) SlotCounters {
+    std::atomic<std::uint64_t> hints[3];
+    std::atomic<std::uint64_t> hinted_allocs, hint_same_class;
+    std::atomic<std::uint64_t> large_allocs, large_frees;
+  };
+  static constexpr unsigned kCounterSlots = 64;
+  SlotCounters &counters();
+  void addLive(std::int64_t bytes);
+
   Config cfg_;
   Small small_;
   MmapHeap large_;
   ContainerRegistry registry_;
   TraceLog trace_;
-  HeapCounters counters_;
+  SlotCounters slots_[kCounterSlots] = {};
+  std::atomic<unsigned> next_slot_{0};
+  // Live bytes reach this total in batches of at most kLiveBatch per thread
+  // (see addLive), so peak_live_bytes is exact to within kLiveBatch bytes
+  // per thread.
+  std::atomic<std::int64_t> live_{0}, peak_live_{0};
   std::atomic<std::uint64_t> peak_footprint_{0};
-  std::atomic<std::uint64_t> hints_neighbor_{0}, hints_tree_{0},
-      hints_container_{0}, hinted_allocs_{0}, hint_same_class_{0};
 };
 
 /// The process heap, constructed (and the environment read) on first use.

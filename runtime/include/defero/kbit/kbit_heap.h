@@ -106,6 +106,8 @@ template <class Super, unsigned DefaultK = 20> class KBitHeap : public Super {
 
 public:
   static constexpr unsigned kDefaultK = DefaultK;
+  static constexpr unsigned kDirectMinK = 16; // K-class <= 64 KiB span page
+  static constexpr unsigned kDirectMaxK = 24;
 
   KBitHeap() = default;
   KBitHeap(const KBitHeap &) = delete;
@@ -174,14 +176,15 @@ public:
     Chunk c;
     if (!locate(p, c))
       os::fatal_pointer(call, p, "pointer not allocated by this heap");
-    if (c.offset_in_span % c.bytes != 0)
+    if (c.offset_in_chunk != 0)
       os::fatal_pointer(call, p, "pointer is inside a block, not its start");
-    const std::size_t i = c.offset_in_span / c.bytes;
+    const std::size_t i = c.index;
     std::uint64_t &word = c.bits[i / 64];
     const std::uint64_t mask = std::uint64_t{1} << (i % 64);
     if (!(word & mask))
       os::fatal_pointer(call, p, "double free (block is already free)");
     word &= ~mask;
+    ++frees_;
     file(c.cls, p);
   }
 
@@ -206,15 +209,33 @@ public:
     Chunk c;
     if (!locate(p, c))
       return 0;
-    return c.bytes - c.offset_in_span % c.bytes;
+    return c.bytes - c.offset_in_chunk;
+  }
+
+  /// Bytes from p to the end of its span, for a span of any heap sharing
+  /// this arena (0 outside carved spans): how much may be read at p without
+  /// touching unmapped memory. Reads only span metadata, which never changes
+  /// once carved, so no lock is needed; no division.
+  std::size_t readableBytes(const void *p) {
+    if (!Super::owns(p))
+      return 0;
+    const std::size_t idx = Super::pageIndex(p);
+    const SpanPage &pg = Super::pageAt(idx);
+    if (pg.size_class_plus1 == 0)
+      return 0;
+    const std::size_t first = idx - pg.pages_from_start;
+    const std::size_t span = kbit::spanBytesFor(
+        kbit::kClassBytes[pg.size_class_plus1 - 1u], Super::kSpanBytes);
+    return reinterpret_cast<std::uintptr_t>(Super::pageStart(first)) + span -
+           reinterpret_cast<std::uintptr_t>(p);
   }
 
   /// True if p is the start of a chunk that is currently allocated.
   bool isLive(const void *p) {
     Chunk c;
-    if (!locate(p, c) || c.offset_in_span % c.bytes != 0)
+    if (!locate(p, c) || c.offset_in_chunk != 0)
       return false;
-    const std::size_t i = c.offset_in_span / c.bytes;
+    const std::size_t i = c.index;
     return (c.bits[i / 64] >> (i % 64)) & 1;
   }
 
@@ -234,6 +255,9 @@ public:
   }
   std::size_t nonEmptyClasses(unsigned cls) const { return trees_[cls].size(); }
   std::size_t freeBytes() const { return free_bytes_; }
+  /// Chunks handed out / taken back since construction.
+  std::uint64_t allocCount() const { return allocs_; }
+  std::uint64_t freeCount() const { return frees_; }
 
   /// Visits every free chunk: f(chunk, size_class, class_key_filed_under).
   template <class F> void forEachFreeChunk(F &&f) const {
@@ -256,7 +280,8 @@ private:
   struct Chunk {
     unsigned cls = 0;
     std::size_t bytes = 1;
-    std::size_t offset_in_span = 0;
+    std::size_t index = 0;           // chunk number in its span
+    std::size_t offset_in_chunk = 0; // 0 for a chunk start
     std::uint64_t *bits = nullptr;
   };
 
@@ -268,11 +293,16 @@ private:
       return false;
     const std::size_t idx = Super::pageIndex(p);
     const SpanPage &pg = Super::pageAt(idx);
+    if (pg.size_class_plus1 == 0)
+      return false;
     const std::size_t first = idx - pg.pages_from_start;
     c.cls = pg.size_class_plus1 - 1u;
     c.bytes = kbit::kClassBytes[c.cls];
-    c.offset_in_span = reinterpret_cast<std::uintptr_t>(p) -
-                       reinterpret_cast<std::uintptr_t>(Super::pageStart(first));
+    const std::size_t off =
+        reinterpret_cast<std::uintptr_t>(p) -
+        reinterpret_cast<std::uintptr_t>(Super::pageStart(first));
+    c.index = kbit::divideByClass(off, c.cls);
+    c.offset_in_chunk = off - c.index * c.bytes;
     c.bits = Super::bits(first);
     return true;
   }
@@ -292,6 +322,9 @@ private:
       return false;
     if (id_ == 0)
       id_ = nextId();
+    if (!carved_ && k_ >= kDirectMinK && k_ <= kDirectMaxK)
+      direct_ = static_cast<kbit::ClassNode **>(
+          os::map_sparse((Super::kWindowBytes >> (32 - k_)) * sizeof(void *)));
     carved_ = true;
     const std::size_t first = Super::pageIndex(s);
     for (std::size_t i = 0; i < span / Super::kSpanBytes; ++i)
@@ -308,7 +341,7 @@ private:
   /// Puts a free chunk on its K-class list (creating the class node).
   void file(unsigned cls, void *p) {
     const std::uintptr_t key = classKey(p);
-    kbit::ClassNode *node = cache_[cls];
+    kbit::ClassNode *node = direct_ ? direct_[key] : cache_[cls];
     if (!node || node->key != key) {
       kbit::ClassTree &tree = trees_[cls];
       typename kbit::ClassTree::insert_commit_data data;
@@ -319,6 +352,8 @@ private:
           return;
         node->key = key;
         tree.insert_unique_commit(*node, data);
+        if (direct_)
+          direct_[key] = node;
       } else {
         node = &*it;
       }
@@ -338,19 +373,22 @@ private:
       trees_[cls].erase(trees_[cls].iterator_to(*node));
       if (cache_[cls] == node)
         cache_[cls] = nullptr;
+      if (direct_)
+        direct_[node->key] = nullptr;
       pool_.put(node);
     }
+    ++allocs_;
     free_bytes_ -= kbit::kClassBytes[cls];
     Chunk c;
     [[maybe_unused]] const bool ours = locate(p, c); // p came from our list
-    const std::size_t i = c.offset_in_span / c.bytes;
+    const std::size_t i = c.index;
     c.bits[i / 64] |= std::uint64_t{1} << (i % 64);
     return p;
   }
 
   /// The class node with `key`, else the nearest by key (ties go low).
   kbit::ClassNode *nearest(unsigned cls, std::uintptr_t key) {
-    kbit::ClassNode *cached = cache_[cls];
+    kbit::ClassNode *cached = direct_ ? direct_[key] : cache_[cls];
     if (cached && cached->key == key)
       return cached;
     kbit::ClassTree &tree = trees_[cls];
@@ -384,6 +422,14 @@ private:
 
   kbit::ClassTree trees_[kbit::kNumClasses];
   kbit::ClassNode *cache_[kbit::kNumClasses] = {};
+  // For kDirectMinK <= K <= kDirectMaxK, direct_[key] is the node of class
+  // `key` (or null): a K-class then lies inside one span page, so it holds
+  // one size class of one heap, and free finds its node in O(1). The table
+  // is reserved sparse (window / class bytes pointers; 2 GiB of address
+  // space at K=24 on a 64 GiB window) and costs real memory only where
+  // chunks live: one 4 KiB table page per 512 classes.
+  kbit::ClassNode **direct_ = nullptr;
+  std::uint64_t allocs_ = 0, frees_ = 0;
   kbit::NodePool pool_;
   std::size_t free_bytes_ = 0;
   unsigned k_ = DefaultK;

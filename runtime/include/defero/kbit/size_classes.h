@@ -62,6 +62,27 @@ constexpr bool classesAligned() {
 
 inline constexpr auto kSmallTable = detail::makeSmallTable();
 
+/// Division by a class size without a divide instruction: for offsets below
+/// 2^kMaxOffsetBits, (off * kClassReciprocal[c]) >> 48 == off / size(c).
+/// Exact because reciprocal = ceil(2^48/d) = (2^48 + e)/d with e < d <= 2^15,
+/// so the error term off*e/(d*2^48) stays below 1/d when off*e < 2^48.
+inline constexpr unsigned kMaxOffsetBits = 18;
+inline constexpr auto kClassReciprocal = [] {
+  std::array<std::uint64_t, kNumClasses> r{};
+  for (unsigned c = 0; c < kNumClasses; ++c)
+    r[c] = ((std::uint64_t{1} << 48) + kClassBytes[c] - 1) / kClassBytes[c];
+  return r;
+}();
+inline constexpr std::size_t divideByClass(std::size_t off, unsigned cls) {
+  return static_cast<std::size_t>((off * kClassReciprocal[cls]) >> 48);
+}
+static_assert(kClassBytes.back() <= (1u << 15) &&
+              spanBytesFor(kClassBytes.back(), 65536) <= (1u << kMaxOffsetBits),
+              "divideByClass needs offsets < 2^18 and sizes <= 2^15");
+static_assert(divideByClass(262143, 2) == 262143 / 48 &&
+              divideByClass(48 * 5461, 2) == 5461 &&
+              divideByClass(48 * 5461 - 1, 2) == 5460);
+
 static_assert(detail::classesSorted(), "size classes must increase");
 static_assert(detail::classesAligned(), "size classes keep 16-byte alignment");
 static_assert(kNumClasses < 255, "class index + 1 must fit SpanPage's byte");

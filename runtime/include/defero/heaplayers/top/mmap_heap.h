@@ -4,10 +4,16 @@
 // Used for large objects. The registry makes free exact: a pointer this heap
 // did not map is reported, never unmapped; getSize is the mapping's length.
 //
+// Freed mappings of up to kCacheMaxBlock bytes are kept (at most
+// kCacheSlots of them, kCacheBytes in all) and handed out again to a request
+// they fit within a factor of two, saving the mmap, the page faults and the
+// munmap of programs that churn mid-sized buffers. A cached mapping is not
+// in the registry, so freeing it again is still reported.
+//
 // Guarantees: page alignment (aligned malloc goes up to any power of two);
-// zero-filled memory; thread-safe (one spin lock over the registry); no
-// headers in front of the object. Cost: one mmap/munmap per object, a hash
-// probe per free.
+// fresh mappings are zero-filled (mallocAligned says whether a block is
+// fresh); thread-safe (one spin lock); no headers in front of the object.
+// Cost: a cache scan, else one mmap, per malloc; a hash probe per free.
 #pragma once
 
 #include <cstddef>
@@ -24,10 +30,15 @@ class MmapHeap {
 public:
   constexpr MmapHeap() = default;
 
+  static constexpr std::size_t kCacheSlots = 16;
+  static constexpr std::size_t kCacheMaxBlock = std::size_t{4} << 20;
+  static constexpr std::size_t kCacheBytes = std::size_t{32} << 20;
+
   void *malloc(std::size_t sz) { return mallocAligned(sz, os::kPageBytes); }
 
-  /// Maps at least sz bytes aligned to `align` (a power of two).
-  void *mallocAligned(std::size_t sz, std::size_t align) {
+  /// Maps at least sz bytes aligned to `align` (a power of two). If `fresh`
+  /// is given it tells whether the block is a new (zero-filled) mapping.
+  void *mallocAligned(std::size_t sz, std::size_t align, bool *fresh = nullptr) {
     if (sz == 0)
       sz = 1;
     if (align < os::kPageBytes)
@@ -35,6 +46,16 @@ public:
     const std::size_t bytes = roundUp(sz, os::kPageBytes);
     if (bytes < sz || bytes + align < bytes)
       return nullptr;
+    if (fresh)
+      *fresh = true;
+    if (align == os::kPageBytes && bytes <= kCacheMaxBlock) {
+      std::lock_guard<SpinLock> guard(lock_);
+      if (void *p = takeCachedLocked(bytes)) {
+        if (fresh)
+          *fresh = false;
+        return p;
+      }
+    }
     std::size_t mapped = bytes + (align > os::kPageBytes ? align : 0);
     char *m = static_cast<char *>(os::map(mapped));
     if (!m)
@@ -58,7 +79,8 @@ public:
     return p;
   }
 
-  /// Unmaps p. Returns false (and touches nothing) if p is not one of ours.
+  /// Unmaps (or caches) p. Returns false (and touches nothing) if p is not
+  /// one of ours.
   bool tryFree(void *p) {
     std::size_t bytes;
     {
@@ -66,6 +88,8 @@ public:
       bytes = eraseLocked(p);
       if (bytes == 0)
         return false;
+      if (cacheLocked(p, bytes))
+        return true;
       mapped_bytes_ -= bytes;
     }
     os::unmap(p, bytes);
@@ -187,7 +211,35 @@ private:
     return true;
   }
 
+  /// The smallest cached mapping of bytes..2*bytes, moved to the registry.
+  void *takeCachedLocked(std::size_t bytes) {
+    std::size_t best = kCacheSlots;
+    for (std::size_t i = 0; i < cached_; ++i)
+      if (cache_[i].bytes >= bytes && cache_[i].bytes / 2 <= bytes &&
+          (best == kCacheSlots || cache_[i].bytes < cache_[best].bytes))
+        best = i;
+    if (best == kCacheSlots)
+      return nullptr;
+    const Slot s = cache_[best];
+    if (!insertLocked(reinterpret_cast<void *>(s.key), s.bytes))
+      return nullptr;
+    cache_bytes_ -= s.bytes;
+    cache_[best] = cache_[--cached_];
+    return reinterpret_cast<void *>(s.key);
+  }
+
+  bool cacheLocked(void *p, std::size_t bytes) {
+    if (bytes > kCacheMaxBlock || cached_ == kCacheSlots ||
+        cache_bytes_ + bytes > kCacheBytes)
+      return false;
+    cache_[cached_++] = Slot{reinterpret_cast<std::uintptr_t>(p), bytes};
+    cache_bytes_ += bytes;
+    return true;
+  }
+
   mutable SpinLock lock_;
+  Slot cache_[kCacheSlots] = {};
+  std::size_t cached_ = 0, cache_bytes_ = 0;
   Slot *table_ = nullptr;
   std::size_t cap_ = 0, count_ = 0, tombs_ = 0;
   std::size_t mapped_bytes_ = 0;
