@@ -99,6 +99,27 @@ void ProcessHeap::noteAlloc(void *p, std::size_t usable, std::size_t requested) 
     trace_.onMalloc(p, requested);
 }
 
+/// The small heap that owns p, or nullptr: one metadata load and a table
+/// lookup (filled the first time each heap id is seen).
+ProcessHeap::Kbit *ProcessHeap::smallOwner(const void *p) {
+  const std::uint8_t id = small_.heap(0).ownerId(p);
+  if (id == 0)
+    return nullptr;
+  Kbit *h = by_id_[id].load(std::memory_order_acquire);
+  if (!h) {
+    h = small_.ownerOf(p);
+    by_id_[id].store(h, std::memory_order_release);
+  }
+  return h;
+}
+
+/// The heap that owns anchor (so a hinted node lands beside its
+/// neighbour), else the calling thread's heap.
+ProcessHeap::Kbit &ProcessHeap::heapFor(const void *anchor) {
+  Kbit *o = anchor ? smallOwner(anchor) : nullptr;
+  return o ? *o : small_.current();
+}
+
 void ProcessHeap::noteFootprint() {
   const std::uint64_t fp = Arena::arena().usedBytes() + large_.mappedBytes();
   std::uint64_t peak = peak_footprint_.load(std::memory_order_relaxed);
@@ -153,12 +174,9 @@ void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
 void ProcessHeap::free(void *p, const char *call) {
   if (!p)
     return;
-  if (Kbit *owner = small_.ownerOf(p)) {
-    std::size_t usable = 0;
-    owner->withLock([&](auto &h) {
-      usable = h.getSize(p);
-      h.release(p, call);
-    });
+  if (Kbit *owner = smallOwner(p)) {
+    const std::size_t usable =
+        owner->withLock([&](auto &h) { return h.release(p, call); });
     addLive(-static_cast<std::int64_t>(usable));
   } else {
     const std::size_t bytes = large_.getSize(p);
@@ -182,7 +200,7 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     return nullptr;
   }
   std::size_t old;
-  if (Kbit *owner = small_.ownerOf(p)) {
+  if (Kbit *owner = smallOwner(p)) {
     old = owner->withLock([&](auto &h) {
       if (!h.isLive(p))
         os::fatal_pointer(call, p, "pointer is not a live block of this heap");
@@ -226,7 +244,7 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
 std::size_t ProcessHeap::usableSize(const void *p) {
   if (!p)
     return 0;
-  if (Kbit *owner = small_.ownerOf(p))
+  if (Kbit *owner = smallOwner(p))
     return owner->getSize(p);
   return large_.getSize(p);
 }
@@ -235,7 +253,7 @@ void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
   tls_hint.kind = kHintNone;
   if (sz > kMaxSmall)
     return malloc(sz);
-  void *p = small_.heapFor(hint).mallocNear(sz, hint);
+  void *p = heapFor(hint).mallocNear(sz, hint);
   if (!p) {
     errno = ENOMEM;
     return nullptr;
@@ -284,11 +302,11 @@ void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
   const bool want_path = h.kind == kHintTree &&
                          (pred == Predicate::Path || pred == Predicate::Auto);
   if (pred == Predicate::First || (pred != Predicate::Path && !anchor && !want_path)) {
-    p = small_.heapFor(anchor).malloc(sz);
+    p = heapFor(anchor).malloc(sz);
   } else if (want_path && pathBits(h.where, h.side, bits, depth)) {
-    p = small_.heapFor(anchor).mallocPath(sz, bits, depth);
+    p = heapFor(anchor).mallocPath(sz, bits, depth);
   } else {
-    p = small_.heapFor(anchor).mallocNear(sz, anchor);
+    p = heapFor(anchor).mallocNear(sz, anchor);
   }
   if (!p)
     return nullptr;

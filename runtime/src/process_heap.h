@@ -85,6 +85,8 @@ private:
                 unsigned &depth);
   void noteAlloc(void *p, std::size_t usable, std::size_t requested);
   void noteFootprint();
+  Kbit *smallOwner(const void *p);
+  Kbit &heapFor(const void *anchor);
 
   /// Counters of one thread slot, on their own cache line so threads do
   /// not bounce lines between cores (threads share a slot only beyond
@@ -105,6 +107,7 @@ private:
   ContainerRegistry registry_;
   TraceLog trace_;
   SlotCounters slots_[kCounterSlots] = {};
+  std::atomic<Kbit *> by_id_[256] = {};
   std::atomic<unsigned> next_slot_{0};
   // Live bytes reach this total in batches of at most kLiveBatch per thread
   // (see addLive), so peak_live_bytes is exact to within kLiveBatch bytes

@@ -170,9 +170,9 @@ public:
 
   void free(void *p) { release(p, "free"); }
 
-  /// Returns p to its K-class. `call` names the API entry in the one-line
-  /// report if p is not a live chunk of this heap.
-  void release(void *p, const char *call) {
+  /// Returns p to its K-class and its usable size. `call` names the API
+  /// entry in the one-line report if p is not a live chunk of this heap.
+  std::size_t release(void *p, const char *call) {
     Chunk c;
     if (!locate(p, c))
       os::fatal_pointer(call, p, "pointer not allocated by this heap");
@@ -186,12 +186,24 @@ public:
     word &= ~mask;
     ++frees_;
     file(c.cls, p);
+    return c.bytes;
   }
 
   /// Usable bytes of a live chunk, 0 if p is not one of ours.
   std::size_t getSize(const void *p) {
     Chunk c;
     return locate(p, c) ? c.bytes : 0;
+  }
+
+  /// This heap's id in span metadata (0 until its first span), and the id
+  /// of the heap that carved the span holding p (0 if none): with these a
+  /// caller holding several heaps finds a pointer's owner in one load.
+  std::uint8_t id() const { return id_; }
+  std::uint8_t ownerId(const void *p) const {
+    if (!Super::owns(p))
+      return 0;
+    const SpanPage &pg = const_cast<KBitHeap &>(*this).page(p);
+    return pg.size_class_plus1 ? pg.heap_id : 0;
   }
 
   /// True for any address inside a chunk span carved by this heap.
@@ -288,13 +300,25 @@ private:
   static void *&nextRef(void *c) { return *static_cast<void **>(c); }
   static void *next(void *c) { return *static_cast<void **>(c); }
 
+  /// Fills c for p if p lies in a span of this heap.
   bool locate(const void *p, Chunk &c) {
-    if (!owns(p))
+    if (!Super::owns(p))
       return false;
     const std::size_t idx = Super::pageIndex(p);
     const SpanPage &pg = Super::pageAt(idx);
-    if (pg.size_class_plus1 == 0)
+    if (pg.size_class_plus1 == 0 || pg.heap_id != id_)
       return false;
+    fill(p, idx, pg, c);
+    return true;
+  }
+
+  /// Fills c for a p known to be in one of this heap's spans.
+  void locateOwned(const void *p, Chunk &c) {
+    const std::size_t idx = Super::pageIndex(p);
+    fill(p, idx, Super::pageAt(idx), c);
+  }
+
+  void fill(const void *p, std::size_t idx, const SpanPage &pg, Chunk &c) {
     const std::size_t first = idx - pg.pages_from_start;
     c.cls = pg.size_class_plus1 - 1u;
     c.bytes = kbit::kClassBytes[c.cls];
@@ -304,7 +328,6 @@ private:
     c.index = kbit::divideByClass(off, c.cls);
     c.offset_in_chunk = off - c.index * c.bytes;
     c.bits = Super::bits(first);
-    return true;
   }
 
   static std::uint8_t nextId() {
@@ -324,7 +347,7 @@ private:
       id_ = nextId();
     if (!carved_ && k_ >= kDirectMinK && k_ <= kDirectMaxK)
       direct_ = static_cast<kbit::ClassNode **>(
-          os::map_sparse((Super::kWindowBytes >> (32 - k_)) * sizeof(void *)));
+          os::map_sparse((Super::windowBytes() >> (32 - k_)) * sizeof(void *)));
     carved_ = true;
     const std::size_t first = Super::pageIndex(s);
     for (std::size_t i = 0; i < span / Super::kSpanBytes; ++i)
@@ -380,7 +403,7 @@ private:
     ++allocs_;
     free_bytes_ -= kbit::kClassBytes[cls];
     Chunk c;
-    [[maybe_unused]] const bool ours = locate(p, c); // p came from our list
+    locateOwned(p, c); // p came from our own class list
     const std::size_t i = c.index;
     c.bits[i / 64] |= std::uint64_t{1} << (i % 64);
     return p;

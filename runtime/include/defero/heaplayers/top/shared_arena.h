@@ -29,6 +29,7 @@ public:
   bool owns(const void *p) const { return arena().owns(p); }
   std::uintptr_t base() const { return arena().base(); }
   std::size_t usedBytes() const { return arena().usedBytes(); }
+  std::size_t windowBytes() const { return arena().windowBytes(); }
   SpanPage &page(const void *p) { return arena().page(p); }
   SpanPage &pageAt(std::size_t i) { return arena().pageAt(i); }
   std::size_t pageIndex(const void *p) const { return arena().pageIndex(p); }

@@ -9,7 +9,10 @@
 //  - malloc(n) returns a kSpanBytes-aligned run of round_up(n, kSpanBytes)
 //    zero-filled bytes, or nullptr when the window is exhausted.
 //  - Address space is reserved lazily on the first malloc; the window is
-//    committed in kCommitStep steps as the bump pointer passes them.
+//    committed in kCommitStep steps as the bump pointer passes them. If the
+//    full window cannot be reserved (ulimit -v, valgrind), the largest
+//    power of two down to kMinWindowBytes that can be is used instead;
+//    windowBytes() tells which.
 //  - page(p) is the metadata record of the span page holding p; records
 //    start zeroed and belong to the layer above (this layer never reads
 //    them). bits(p) is a 512-byte zeroed bitmap per span page, likewise.
@@ -48,23 +51,26 @@ public:
   static constexpr std::size_t kPages = WindowBytes / SpanBytes;
   static constexpr std::size_t kBitmapBytesPerPage = 512;
   static constexpr std::size_t kCommitStep = std::size_t{2} << 20;
+  static constexpr std::size_t kMinWindowBytes =
+      WindowBytes < (std::size_t{256} << 20) ? WindowBytes
+                                             : (std::size_t{256} << 20);
 
   constexpr SpanArena() = default;
 
   void *malloc(std::size_t sz) {
     if (sz == 0 || sz > WindowBytes)
-      return nullptr;
+      return nullptr; // (also keeps the round-up below from overflowing)
     const std::size_t bytes = (sz + SpanBytes - 1) & ~(SpanBytes - 1);
     std::lock_guard<SpinLock> guard(lock_);
     if (!reserveLocked())
       return nullptr;
-    if (bytes > WindowBytes - used_)
+    if (bytes > window_ - used_)
       return nullptr;
     const std::size_t start = used_;
     if (start + bytes > committed_) {
       std::size_t want = (start + bytes + kCommitStep - 1) & ~(kCommitStep - 1);
-      if (want > WindowBytes)
-        want = WindowBytes;
+      if (want > window_)
+        want = window_;
       if (!os::commit(reinterpret_cast<char *>(base_) + committed_,
                       want - committed_))
         return nullptr;
@@ -88,6 +94,8 @@ public:
   std::uintptr_t base() const {
     return base_atomic_.load(std::memory_order_acquire);
   }
+  /// Bytes of address space reserved (0 before the first malloc).
+  std::size_t windowBytes() const { return window_; }
   /// Bytes of the window handed out so far (the heap's footprint).
   std::size_t usedBytes() const {
     return used_atomic_.load(std::memory_order_relaxed);
@@ -113,27 +121,30 @@ private:
   bool reserveLocked() {
     if (base_ != 0)
       return true;
-    void *w = os::reserve(WindowBytes);
-    void *meta = os::map_sparse(kPages * sizeof(SpanPage));
-    void *bits = os::map_sparse(kPages * kBitmapBytesPerPage);
-    if (!w || !meta || !bits) {
-      if (w)
-        os::unmap(w, WindowBytes);
+    for (std::size_t w = WindowBytes; w >= kMinWindowBytes; w /= 2) {
+      const std::size_t pages = w / SpanBytes;
+      void *win = os::reserve(w);
+      void *meta = win ? os::map_sparse(pages * sizeof(SpanPage)) : nullptr;
+      void *bits = meta ? os::map_sparse(pages * kBitmapBytesPerPage) : nullptr;
+      if (bits) {
+        pages_ = static_cast<SpanPage *>(meta);
+        bitmaps_ = static_cast<unsigned char *>(bits);
+        window_ = w;
+        base_ = reinterpret_cast<std::uintptr_t>(win);
+        base_atomic_.store(base_, std::memory_order_release);
+        return true;
+      }
+      if (win)
+        os::unmap(win, w);
       if (meta)
-        os::unmap(meta, kPages * sizeof(SpanPage));
-      if (bits)
-        os::unmap(bits, kPages * kBitmapBytesPerPage);
-      return false;
+        os::unmap(meta, pages * sizeof(SpanPage));
     }
-    pages_ = static_cast<SpanPage *>(meta);
-    bitmaps_ = static_cast<unsigned char *>(bits);
-    base_ = reinterpret_cast<std::uintptr_t>(w);
-    base_atomic_.store(base_, std::memory_order_release);
-    return true;
+    return false;
   }
 
   SpinLock lock_;
   std::uintptr_t base_ = 0;
+  std::size_t window_ = 0;
   std::size_t used_ = 0;
   std::size_t committed_ = 0;
   SpanPage *pages_ = nullptr;
