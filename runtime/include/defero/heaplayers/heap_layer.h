@@ -34,4 +34,16 @@ concept OwningHeapLayer = HeapLayer<H> && requires(const H h, const void *p) {
 /// The alignment every layer's malloc guarantees unless it says otherwise.
 inline constexpr std::size_t kMinAlignment = 16;
 
+namespace detail {
+/// A declared-only heap with the full interface: layer headers instantiate
+/// themselves over it in a static_assert, so a layer that stops meeting the
+/// concepts fails to compile where it is defined.
+struct ProbeHeap {
+  void *malloc(std::size_t);
+  void free(void *);
+  std::size_t getSize(const void *);
+  bool owns(const void *) const;
+};
+} // namespace detail
+
 } // namespace defero

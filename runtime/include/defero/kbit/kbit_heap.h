@@ -41,6 +41,7 @@
 #include <boost/intrusive/set.hpp>
 
 #include "defero/heaplayers/heap_layer.h"
+#include "defero/heaplayers/top/span_arena.h"
 #include "defero/kbit/predicate.h"
 #include "defero/kbit/size_classes.h"
 #include "defero/platform/os.h"
@@ -459,5 +460,8 @@ private:
   std::uint8_t id_ = 0;
   bool carved_ = false;
 };
+
+static_assert(SizedHeapLayer<KBitHeap<SpanArena<>>> &&
+              OwningHeapLayer<KBitHeap<SpanArena<>>>);
 
 } // namespace defero

@@ -41,4 +41,6 @@ private:
   char *end_ = nullptr;
 };
 
+static_assert(HeapLayer<BumpHeap<65536, detail::ProbeHeap>>);
+
 } // namespace defero

@@ -44,4 +44,6 @@ private:
   std::size_t length_ = 0;
 };
 
+static_assert(SizedHeapLayer<FreeListHeap<detail::ProbeHeap>>);
+
 } // namespace defero

@@ -51,4 +51,6 @@ private:
   Node *lists_[kbit::kNumClasses] = {};
 };
 
+static_assert(SizedHeapLayer<SizeClassHeap<detail::ProbeHeap>>);
+
 } // namespace defero

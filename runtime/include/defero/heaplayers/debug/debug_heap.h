@@ -78,4 +78,6 @@ private:
   }
 };
 
+static_assert(SizedHeapLayer<DebugHeap<detail::ProbeHeap>>);
+
 } // namespace defero

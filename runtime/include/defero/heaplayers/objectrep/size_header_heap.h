@@ -36,4 +36,6 @@ public:
   }
 };
 
+static_assert(SizedHeapLayer<SizeHeaderHeap<detail::ProbeHeap>>);
+
 } // namespace defero

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "defero/heaplayers/heap_layer.h"
+#include "defero/heaplayers/threads/spin_lock.h"
 
 namespace defero {
 
@@ -55,5 +56,7 @@ public:
 private:
   LockType lock_;
 };
+
+static_assert(SizedHeapLayer<LockedHeap<SpinLock, detail::ProbeHeap>>);
 
 } // namespace defero

@@ -84,4 +84,7 @@ private:
   std::atomic<unsigned> next_{0};
 };
 
+static_assert(SizedHeapLayer<ThreadHeap<2, detail::ProbeHeap>> &&
+              OwningHeapLayer<ThreadHeap<2, detail::ProbeHeap>>);
+
 } // namespace defero

@@ -56,4 +56,6 @@ private:
   HeapCounters counters_;
 };
 
+static_assert(SizedHeapLayer<StatsHeap<detail::ProbeHeap>>);
+
 } // namespace defero

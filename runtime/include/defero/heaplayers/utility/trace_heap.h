@@ -125,4 +125,6 @@ private:
   TraceLog log_;
 };
 
+static_assert(SizedHeapLayer<TraceHeap<detail::ProbeHeap>>);
+
 } // namespace defero
