@@ -410,10 +410,13 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
   }
   // This thread's unpublished live bytes count too (others' are within
   // kLiveBatch each).
-  const long long live = live_.load(std::memory_order_relaxed) + pending_live;
-  long long peak = peak_live_.load(std::memory_order_relaxed);
+  const std::int64_t live = live_.load(std::memory_order_relaxed) + pending_live;
+  std::int64_t peak = peak_live_.load(std::memory_order_relaxed);
+  while (live > peak && !peak_live_.compare_exchange_weak(
+                            peak, live, std::memory_order_relaxed))
+    ;
   if (live > peak)
-    peak = live;
+    peak = live; // the exchange succeeded: live is the new peak
   int n = std::snprintf(
       buf, cap,
       "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %lld, "
@@ -422,10 +425,10 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
       "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
       "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu}\n",
-      allocs, frees, peak,
+      allocs, frees, static_cast<long long>(peak),
       static_cast<unsigned long long>(peak_footprint_.load()), hints[0],
       hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
-      cfg_.backend, live,
+      cfg_.backend, static_cast<long long>(live),
       static_cast<unsigned long long>(large_.mappedBytes()));
   if (n < 0)
     return 0;

@@ -57,6 +57,7 @@ struct ClassNode : boost::intrusive::set_base_hook<
   std::uintptr_t key = 0;
   void *head = nullptr; // singly linked through each chunk's first word
   std::uint32_t count = 0;
+  std::uint8_t size_class = 0; // which size class's tree holds this node
 };
 
 struct ClassKeyOf {
@@ -107,7 +108,6 @@ template <class Super, unsigned DefaultK = 20> class KBitHeap : public Super {
 
 public:
   static constexpr unsigned kDefaultK = DefaultK;
-  static constexpr unsigned kDirectMinK = 16; // K-class <= 64 KiB span page
   static constexpr unsigned kDirectMaxK = 24;
 
   KBitHeap() = default;
@@ -174,8 +174,12 @@ public:
   /// Returns p to its K-class and its usable size. `call` names the API
   /// entry in the one-line report if p is not a live chunk of this heap.
   std::size_t release(void *p, const char *call) {
+    if (!p)
+      return 0;
     Chunk c;
     if (!locate(p, c))
+      os::fatal_pointer(call, p, "pointer not allocated by this heap");
+    if (c.index >= chunksPerSpan(c.cls))
       os::fatal_pointer(call, p, "pointer not allocated by this heap");
     if (c.offset_in_chunk != 0)
       os::fatal_pointer(call, p, "pointer is inside a block, not its start");
@@ -190,10 +194,20 @@ public:
     return c.bytes;
   }
 
-  /// Usable bytes of a live chunk, 0 if p is not one of ours.
-  std::size_t getSize(const void *p) {
+  /// Usable bytes of a live chunk; 0 for anything else (a free chunk, a
+  /// pointer inside a chunk, a pointer that is not ours).
+  std::size_t getSize(const void *p) { return isLive(p) ? sizeOf(p) : 0; }
+
+  /// Chunk bytes of the size class whose span holds p (0 if not ours),
+  /// whatever the chunk's state.
+  std::size_t sizeOf(const void *p) {
     Chunk c;
     return locate(p, c) ? c.bytes : 0;
+  }
+
+  static std::size_t chunksPerSpan(unsigned cls) {
+    return kbit::spanBytesFor(kbit::kClassBytes[cls], Super::kSpanBytes) /
+           kbit::kClassBytes[cls];
   }
 
   /// This heap's id in span metadata (0 until its first span), and the id
@@ -246,7 +260,7 @@ public:
   /// True if p is the start of a chunk that is currently allocated.
   bool isLive(const void *p) {
     Chunk c;
-    if (!locate(p, c) || c.offset_in_chunk != 0)
+    if (!locate(p, c) || c.offset_in_chunk != 0 || c.index >= chunksPerSpan(c.cls))
       return false;
     const std::size_t i = c.index;
     return (c.bits[i / 64] >> (i % 64)) & 1;
@@ -346,7 +360,8 @@ private:
       return false;
     if (id_ == 0)
       id_ = nextId();
-    if (!carved_ && k_ >= kDirectMinK && k_ <= kDirectMaxK)
+    if (!carved_ && k_ <= kDirectMaxK &&
+        (std::uint64_t{1} << (32 - k_)) <= Super::kSpanBytes)
       direct_ = static_cast<kbit::ClassNode **>(
           os::map_sparse((Super::windowBytes() >> (32 - k_)) * sizeof(void *)));
     carved_ = true;
@@ -375,6 +390,7 @@ private:
         if (!node) // metadata exhausted: the chunk is lost, never corrupted
           return;
         node->key = key;
+        node->size_class = static_cast<std::uint8_t>(cls);
         tree.insert_unique_commit(*node, data);
         if (direct_)
           direct_[key] = node;
@@ -412,8 +428,9 @@ private:
 
   /// The class node with `key`, else the nearest by key (ties go low).
   kbit::ClassNode *nearest(unsigned cls, std::uintptr_t key) {
+    // direct_ is keyed by class only: its node may hold another size class.
     kbit::ClassNode *cached = direct_ ? direct_[key] : cache_[cls];
-    if (cached && cached->key == key)
+    if (cached && cached->key == key && cached->size_class == cls)
       return cached;
     kbit::ClassTree &tree = trees_[cls];
     auto hi = tree.lower_bound(key);
@@ -434,7 +451,9 @@ private:
     using VT = kbit::ClassTree::value_traits;
     using NT = kbit::ClassTree::node_traits;
     auto n = VT::to_node_ptr(*tree.root());
-    for (unsigned i = 0; i < depth && i < 64; ++i) {
+    if (depth > 64)
+      depth = 64; // only the first 64 steps are carried
+    for (unsigned i = 0; i < depth; ++i) {
       auto child = ((bits >> (depth - 1 - i)) & 1) ? NT::get_right(n)
                                                    : NT::get_left(n);
       if (!child)
@@ -446,9 +465,10 @@ private:
 
   kbit::ClassTree trees_[kbit::kNumClasses];
   kbit::ClassNode *cache_[kbit::kNumClasses] = {};
-  // For kDirectMinK <= K <= kDirectMaxK, direct_[key] is the node of class
-  // `key` (or null): a K-class then lies inside one span page, so it holds
-  // one size class of one heap, and free finds its node in O(1). The table
+  // When a K-class fits in one span page (2^(32-K) <= kSpanBytes) and
+  // K <= kDirectMaxK, direct_[key] is the node of class `key` (or null): the
+  // class then holds chunks of one size class of one heap, so free finds
+  // its node in O(1). The table
   // is reserved sparse (window / class bytes pointers; 2 GiB of address
   // space at K=24 on a 64 GiB window) and costs real memory only where
   // chunks live: one 4 KiB table page per 512 classes.

@@ -69,7 +69,9 @@ struct Auto {
 /// Path allocation is monotone in this value.
 inline double pathValue(std::uint64_t bits, unsigned depth) {
   double v = 0.5, step = 0.25;
-  for (unsigned i = 0; i < depth && i < 64; ++i, step /= 2)
+  if (depth > 64)
+    depth = 64; // as KBitHeap::mallocPath: only 64 steps are carried
+  for (unsigned i = 0; i < depth; ++i, step /= 2)
     v += ((bits >> (depth - 1 - i)) & 1) ? step : -step;
   return v;
 }

@@ -21,11 +21,15 @@
 namespace defero {
 
 template <class Super> class DebugHeap : public Super {
+  // The first word is left unused: free-list layers below (KBitHeap,
+  // FreeListHeap, SizeClassHeap) thread their list through a freed block's
+  // first word, and the magic and state must survive that to tell a double
+  // free from a foreign pointer.
   struct alignas(kMinAlignment) Header {
+    std::uint64_t link_space;
     std::uint64_t magic;
     std::uint64_t state;
     std::size_t size;
-    std::uint64_t pad;
   };
   static constexpr std::uint64_t kMagic = 0xDEFE'50DE'B6C0'FFEEull;
   static constexpr std::uint64_t kLive = 0x4C49'5645, kFreed = 0x4652'4545;
@@ -39,7 +43,7 @@ public:
     auto *h = static_cast<Header *>(Super::malloc(sz + kOverhead));
     if (!h)
       return nullptr;
-    *h = Header{kMagic, kLive, sz, 0};
+    *h = Header{0, kMagic, kLive, sz};
     std::memcpy(reinterpret_cast<char *>(h + 1) + sz, &kCanary, sizeof kCanary);
     return h + 1;
   }
@@ -50,6 +54,7 @@ public:
     Header *h = check(p, "free");
     h->state = kFreed;
     std::memset(p, 0xDD, h->size);
+    h->size = 0; // a second free must not trust it for the canary
     Super::free(h);
   }
 

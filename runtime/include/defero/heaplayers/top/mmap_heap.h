@@ -145,8 +145,10 @@ private:
   static constexpr std::size_t roundUp(std::size_t v, std::size_t a) {
     return (v + a - 1) & ~(a - 1);
   }
+  /// High bits of a Fibonacci product: mappings aligned to large powers of
+  /// two (whose low bits are all zero) still spread over the table.
   static std::size_t hash(std::uintptr_t k) {
-    return static_cast<std::size_t>((k >> 12) * 0x9E3779B97F4A7C15ull);
+    return static_cast<std::size_t>(((k >> 12) * 0x9E3779B97F4A7C15ull) >> 32);
   }
 
   Slot *findLocked(const void *p) {

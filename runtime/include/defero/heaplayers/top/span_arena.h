@@ -6,7 +6,7 @@
 // its offset in the window, so every chunk must have an offset in it.
 //
 // Guarantees:
-//  - malloc(n) returns a kSpanBytes-aligned run of round_up(n, kSpanBytes)
+//  - malloc(n) returns a kSpanBytes-aligned (in absolute addresses) run of round_up(n, kSpanBytes)
 //    zero-filled bytes, or nullptr when the window is exhausted.
 //  - Address space is reserved lazily on the first malloc; the window is
 //    committed in kCommitStep steps as the bump pointer passes them. If the
@@ -51,6 +51,10 @@ public:
   static constexpr std::size_t kPages = WindowBytes / SpanBytes;
   static constexpr std::size_t kBitmapBytesPerPage = 512;
   static constexpr std::size_t kCommitStep = std::size_t{2} << 20;
+  /// The window starts at a multiple of this (spans are then aligned to
+  /// their size in absolute addresses; 2 MiB also suits huge pages).
+  static constexpr std::size_t kBaseAlign =
+      SpanBytes > kCommitStep ? SpanBytes : kCommitStep;
   static constexpr std::size_t kMinWindowBytes =
       WindowBytes < (std::size_t{256} << 20) ? WindowBytes
                                              : (std::size_t{256} << 20);
@@ -123,7 +127,7 @@ private:
       return true;
     for (std::size_t w = WindowBytes; w >= kMinWindowBytes; w /= 2) {
       const std::size_t pages = w / SpanBytes;
-      void *win = os::reserve(w);
+      void *win = reserveAligned(w);
       void *meta = win ? os::map_sparse(pages * sizeof(SpanPage)) : nullptr;
       void *bits = meta ? os::map_sparse(pages * kBitmapBytesPerPage) : nullptr;
       if (bits) {
@@ -140,6 +144,24 @@ private:
         os::unmap(meta, pages * sizeof(SpanPage));
     }
     return false;
+  }
+
+  /// Reserves w bytes aligned to kBaseAlign, so spans (and power-of-two
+  /// chunks inside them) are aligned in absolute addresses, not only
+  /// relative to the window.
+  static void *reserveAligned(std::size_t w) {
+    char *raw = static_cast<char *>(os::reserve(w + kBaseAlign));
+    if (!raw)
+      return nullptr;
+    const auto a = reinterpret_cast<std::uintptr_t>(raw);
+    const std::uintptr_t aligned = (a + kBaseAlign - 1) & ~(kBaseAlign - 1);
+    char *base = reinterpret_cast<char *>(aligned);
+    if (base > raw)
+      os::unmap(raw, static_cast<std::size_t>(base - raw));
+    const std::size_t tail = kBaseAlign - static_cast<std::size_t>(base - raw);
+    if (tail)
+      os::unmap(base + w, tail);
+    return base;
   }
 
   SpinLock lock_;

@@ -1,0 +1,478 @@
+// c_api_test.cpp - the C API of <defero/defero.h> and the hint ABI, against
+// the process heap (Defero::core: defero_malloc beside glibc's malloc).
+//
+// CTest runs every test in its own process with DEFERO_POLICY=auto; the
+// tests do not assume a fresh heap, so the whole binary also passes in one
+// process.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "defero/defero.h"
+#include "defero/kbit/size_classes.h"
+#include "test_util.h"
+
+namespace test = defero::test;
+using Stats = std::map<std::string, std::string>;
+
+namespace {
+
+std::uintptr_t addr(const void *p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+std::string statsText() {
+  test::TempFile f;
+  FILE *out = std::fopen(f.path().c_str(), "w");
+  EXPECT_NE(out, nullptr);
+  EXPECT_EQ(defero_stats_json(out), 0);
+  std::fclose(out);
+  return f.contents();
+}
+
+Stats stats() {
+  const std::string text = statsText();
+  Stats s;
+  EXPECT_TRUE(test::Json::parse(text, s)) << "not JSON: " << text;
+  return s;
+}
+
+long long num(const Stats &s, const std::string &key) {
+  auto it = s.find(key);
+  EXPECT_NE(it, s.end()) << "no key " << key;
+  return it == s.end() ? -1 : std::stoll(it->second);
+}
+
+/// Bytes of one K-class under the process heap's K.
+std::uintptr_t classBytes() {
+  const long long k = num(stats(), "k");
+  return std::uintptr_t{1} << (32 - k);
+}
+
+/// Room in the K-class of `a` (a free chunk of a's size class there) and in
+/// a lower class (so First would not pick a's class).
+struct Room {
+  std::vector<void *> held;
+  void *a = nullptr;
+  long long class_a = -1, lower = -1;
+  ~Room() {
+    for (void *p : held)
+      defero_free(p);
+  }
+};
+
+constexpr std::size_t kNode = 256;
+
+void makeRoom(Room &r) {
+  std::map<long long, std::vector<void *>> by;
+  for (int i = 0; i < 512; ++i) {
+    void *p = defero_malloc(kNode);
+    ASSERT_NE(p, nullptr);
+    by[defero_class_of(p)].push_back(p);
+  }
+  ASSERT_GE(by.size(), 3u);
+  auto lowest = by.begin();
+  auto it = std::next(by.begin());
+  while (it != by.end() && it->second.size() < 2)
+    ++it;
+  ASSERT_NE(it, by.end());
+  r.a = it->second[0];
+  r.class_a = it->first;
+  r.lower = lowest->first;
+  void *b = it->second[1], *x = lowest->second[0];
+  for (auto &[k, v] : by)
+    for (void *p : v)
+      if (p != b && p != x)
+        r.held.push_back(p);
+  defero_free(b); // room in A
+  defero_free(x); // room below A
+}
+
+void requireAutoPolicy() {
+  const Stats s = stats();
+  ASSERT_EQ(s.at("policy"), "auto") << "run with DEFERO_POLICY unset or auto (CTest sets it)";
+}
+
+} // namespace
+
+// --- statistics ------------------------------------------------------------
+
+TEST(CApiStats, NullOrUnwritableStreamReturnsMinusOne) {
+  EXPECT_EQ(defero_stats_json(nullptr), -1);
+  FILE *ro = std::fopen("/dev/null", "r");
+  ASSERT_NE(ro, nullptr);
+  EXPECT_EQ(defero_stats_json(ro), -1) << "a write that fails";
+  std::fclose(ro);
+}
+
+TEST(CApiStats, JsonHasEveryKeyOfTheDesign) {
+  void *p = defero_malloc(100);
+  FILE *f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(defero_stats_json(f), 0);
+  std::rewind(f);
+  std::string text;
+  for (int c; (c = std::fgetc(f)) != EOF;)
+    text += static_cast<char>(c);
+  std::fclose(f);
+  defero_free(p);
+
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n') << "the object and a newline";
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "one line";
+  for (const char *key : {"allocs", "frees", "peak_live_bytes", "peak_footprint_bytes", "hints",
+                          "neighbor", "tree", "container", "hinted_allocs", "hint_same_class",
+                          "policy", "k", "backend"})
+    EXPECT_NE(text.find(std::string("\"") + key + "\":"), std::string::npos) << key;
+  Stats s;
+  ASSERT_TRUE(test::Json::parse(text, s)) << text;
+  EXPECT_EQ(s.at("hints"), "{}") << "hints is an object";
+  for (const char *key : {"allocs", "frees", "peak_live_bytes", "peak_footprint_bytes",
+                          "hints.neighbor", "hints.tree", "hints.container", "hinted_allocs",
+                          "hint_same_class", "k"}) {
+    ASSERT_TRUE(s.count(key)) << key;
+    EXPECT_NE(s.at(key).find_first_of("0123456789"), std::string::npos) << key;
+    EXPECT_EQ(s.at(key).find_first_not_of("0123456789"), std::string::npos)
+        << key << " is a non-negative integer: " << s.at(key);
+  }
+  EXPECT_GE(num(s, "allocs"), 1);
+  const std::string policy = s.at("policy");
+  EXPECT_TRUE(policy == "first" || policy == "best" || policy == "path" || policy == "auto")
+      << policy;
+  EXPECT_LE(num(s, "k"), 32);
+  EXPECT_EQ(s.at("backend"), "kbit");
+  EXPECT_EQ(s.count("hw"), 0u) << "hw only in real-time builds";
+}
+
+TEST(CApiStats, CountsFollowTheCalls) {
+  const Stats s0 = stats();
+  std::vector<void *> v;
+  std::size_t small_bytes = 0;
+  for (int i = 0; i < 1000; ++i) {
+    void *p = defero_malloc(static_cast<std::size_t>(i % 300));
+    small_bytes += defero_usable_size(p);
+    v.push_back(p);
+  }
+  void *big = defero_malloc(10 << 20);
+  void *near = defero_alloc_near(64, v[64]); // v[64]: 64 bytes, same size class
+  void *path = defero_alloc_path(64, 5, 3);
+  ASSERT_TRUE(big && near && path);
+  const Stats s1 = stats();
+  EXPECT_EQ(num(s1, "allocs") - num(s0, "allocs"), 1003);
+  EXPECT_EQ(num(s1, "frees") - num(s0, "frees"), 0);
+  EXPECT_GE(num(s1, "peak_footprint_bytes"), 10 << 20);
+  EXPECT_GE(num(s1, "peak_live_bytes"),
+            num(s0, "live_bytes") + static_cast<long long>(small_bytes) + (10 << 20));
+  EXPECT_EQ(num(s1, "hinted_allocs"), num(s0, "hinted_allocs"))
+      << "alloc_near/alloc_path are explicit, not hint-ABI allocations";
+  for (void *p : v)
+    defero_free(p);
+  defero_free(big);
+  defero_free(near);
+  defero_free(path);
+  defero_free(nullptr); // a no-op, not counted
+  const Stats s2 = stats();
+  EXPECT_EQ(num(s2, "frees") - num(s0, "frees"), 1003);
+  EXPECT_EQ(num(s2, "allocs"), num(s1, "allocs"));
+  EXPECT_EQ(num(s2, "live_bytes"), num(s0, "live_bytes"));
+  // Live bytes are published in batches of 64 KiB per thread, so the peak
+  // is exact only to that (and never decreases: see the test below).
+  EXPECT_GE(num(s2, "peak_live_bytes") + 65536, num(s1, "peak_live_bytes"));
+}
+
+// Regression test for a fixed bug (runtime/src/process_heap.cpp, ProcessHeap::formatStats, ~line 415):
+// the reported peak_live_bytes is max(published peak, live + this thread's
+// unpublished pending bytes), but that value is never stored, so a later
+// snapshot can report a *lower* peak after frees. Repro (one thread):
+// malloc 10 MiB (published), then two 64-byte allocations (pending),
+// stats -> peak P; free everything; stats -> peak P - 128.
+TEST(CApiStats, PeakLiveBytesNeverDecreases) {
+  void *big = defero_malloc(10 << 20);
+  void *a = defero_malloc(64), *b = defero_malloc(64);
+  const long long p1 = num(stats(), "peak_live_bytes");
+  defero_free(a);
+  defero_free(b);
+  defero_free(big);
+  const long long p2 = num(stats(), "peak_live_bytes");
+  EXPECT_GE(p2, p1) << "a peak went down";
+}
+
+// --- class_of, usable_size -------------------------------------------------
+
+TEST(CApiBasics, ClassOf) {
+  int local = 0;
+  void *glibc = std::malloc(16);
+  EXPECT_EQ(defero_class_of(&local), -1) << "a stack address";
+  EXPECT_EQ(defero_class_of(glibc), -1) << "glibc's heap";
+  EXPECT_EQ(defero_class_of(nullptr), -1);
+  std::free(glibc);
+  const std::uintptr_t cb = classBytes();
+  std::vector<void *> v;
+  for (int i = 0; i < 2000; ++i)
+    v.push_back(defero_malloc(64));
+  std::map<std::uintptr_t, long long> cls;
+  for (void *p : v) {
+    ASSERT_GE(defero_class_of(p), 0);
+    cls[addr(p)] = defero_class_of(p);
+  }
+  int pairs = 0;
+  for (auto it = cls.begin(); it != cls.end(); ++it) {
+    const auto [a, k] = *it;
+    auto far = cls.find(a + cb);
+    if (far != cls.end()) {
+      EXPECT_EQ(far->second, k + 1) << "two blocks one K-class apart";
+      ++pairs;
+    }
+    auto next = std::next(it);
+    if (next != cls.end()) {
+      // Classes are consecutive slices of the window: the key difference of
+      // two addresses is their distance in classes, rounded either way.
+      const long long d = static_cast<long long>((next->first - a) / cb);
+      EXPECT_TRUE(next->second - k == d || next->second - k == d + 1)
+          << reinterpret_cast<void *>(a) << " class " << k << ", "
+          << reinterpret_cast<void *>(next->first) << " class " << next->second;
+    }
+  }
+  EXPECT_GT(pairs, 100);
+  for (void *p : v)
+    defero_free(p);
+}
+
+TEST(CApiBasics, UsableSize) {
+  int local = 0;
+  EXPECT_EQ(defero_usable_size(nullptr), 0u);
+  EXPECT_EQ(defero_usable_size(&local), 0u);
+  for (std::size_t sz : {std::size_t{0}, std::size_t{1}, std::size_t{16}, std::size_t{17},
+                         std::size_t{1000}, defero::kbit::kMaxSmallBytes,
+                         defero::kbit::kMaxSmallBytes + 1, std::size_t{3} << 20}) {
+    void *p = defero_malloc(sz);
+    ASSERT_NE(p, nullptr) << sz;
+    EXPECT_GE(defero_usable_size(p), sz);
+    EXPECT_EQ(addr(p) % 16, 0u);
+    const std::size_t usable = defero_usable_size(p);
+    test::fillFast(p, usable, sz + 1); // all of it is ours to write
+    EXPECT_TRUE(test::checkFast(p, usable, sz + 1));
+    defero_free(p);
+  }
+}
+
+TEST(CApiBasicsDeathTest, MisuseIsReported) {
+  int local = 0;
+  void *p = defero_malloc(48);
+  defero_free(p);
+  EXPECT_DEATH(defero_free(p), test::fatalLine("defero_free", p, test::kDoubleFree));
+  char *q = static_cast<char *>(defero_malloc(48));
+  EXPECT_DEATH(defero_free(q + 16), test::fatalLine("defero_free", q + 16, test::kInterior));
+  char b[32];
+  std::snprintf(b, sizeof b, "%p", static_cast<void *>(&local));
+  EXPECT_DEATH(defero_free(&local), std::string("^defero: defero_free\\(") + b +
+                                        "\\): [^\n]*not [^\n]*this heap[^\n]*\n$");
+  defero_free(q);
+}
+
+// Regression test for a fixed bug (kbit_heap.h, KBitHeap::nearest(); see kbit_heap_test.cpp): with the
+// default K=20, a hint into a block of another size class makes
+// defero_alloc_near return a block of the hint's size class.
+TEST(CApiBasics, AllocNearWithAHintOfAnotherSizeKeepsTheSize) {
+  void *small = defero_malloc(16);
+  void *big = defero_alloc_near(1000, small);
+  EXPECT_GE(defero_usable_size(big), 1000u);
+  defero_free(big);
+  defero_free(small);
+}
+
+// --- the hint ABI --------------------------------------------------------------
+
+TEST(CApiHints, NeighborHintIsOneShotAndLandsInTheNeighborsClass) {
+  requireAutoPolicy();
+  Room r;
+  makeRoom(r);
+  ASSERT_NE(r.a, nullptr);
+  static int container;
+  const Stats s0 = stats();
+  __defero_hint_neighbor(&container, r.a);
+  const Stats s1 = stats();
+  EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), 1);
+  EXPECT_EQ(num(s1, "hinted_allocs"), num(s0, "hinted_allocs")) << "nothing allocated yet";
+  void *p = defero_malloc(kNode);
+  const Stats s2 = stats();
+  EXPECT_EQ(defero_class_of(p), r.class_a) << "the neighbour's class had room";
+  EXPECT_EQ(num(s2, "hinted_allocs") - num(s1, "hinted_allocs"), 1);
+  EXPECT_EQ(num(s2, "hint_same_class") - num(s1, "hint_same_class"), 1);
+  void *q = defero_malloc(kNode);
+  const Stats s3 = stats();
+  EXPECT_EQ(num(s3, "hinted_allocs"), num(s2, "hinted_allocs")) << "the hint was one-shot";
+  EXPECT_EQ(num(s3, "hint_same_class"), num(s2, "hint_same_class"));
+  EXPECT_LE(defero_class_of(q), r.lower) << "an unhinted malloc is First: lowest class";
+  r.held.push_back(p);
+  r.held.push_back(q);
+}
+
+TEST(CApiHints, AHintBelongsToItsThread) {
+  requireAutoPolicy();
+  static int container;
+  void *anchor = defero_malloc(64);
+  const long long h0 = num(stats(), "hinted_allocs");
+  __defero_hint_neighbor(&container, anchor);
+  std::thread([] { defero_free(defero_malloc(64)); }).join();
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0) << "another thread's malloc took the hint";
+  void *p = defero_malloc(64);
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0 + 1) << "this thread's next malloc is hinted";
+  defero_free(p);
+  defero_free(anchor);
+}
+
+TEST(CApiHints, AnExplicitAllocationConsumesThePendingHint) {
+  static int container;
+  void *anchor = defero_malloc(64);
+  const long long h0 = num(stats(), "hinted_allocs");
+  __defero_hint_neighbor(&container, anchor);
+  void *n = defero_alloc_near(64, anchor);
+  void *p = defero_malloc(64);
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0) << "the hint applied to alloc_near only";
+  __defero_hint_container(&container);
+  void *q = defero_alloc_path(64, 1, 1);
+  void *r = defero_malloc(64);
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0);
+  for (void *x : {anchor, n, p, q, r})
+    defero_free(x);
+}
+
+TEST(CApiHints, ContainerHintAllocatesWithTheContainersLastNode) {
+  requireAutoPolicy();
+  Room r;
+  makeRoom(r);
+  ASSERT_NE(r.a, nullptr);
+  static int container;
+  const Stats s0 = stats();
+  __defero_hint_container(&container); // first node: no position known
+  void *first = defero_malloc(kNode);
+  __defero_hint_neighbor(&container, r.a); // now the container's last node is in A
+  void *second = defero_malloc(kNode);
+  ASSERT_EQ(defero_class_of(second), r.class_a);
+  // Room in A again, then a container hint: it follows the last node.
+  defero_free(r.a);
+  std::erase(r.held, r.a);
+  __defero_hint_container(&container);
+  void *third = defero_malloc(kNode);
+  EXPECT_EQ(defero_class_of(third), r.class_a) << "placed with the container's last node";
+  const Stats s1 = stats();
+  EXPECT_EQ(num(s1, "hints.container") - num(s0, "hints.container"), 2);
+  EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), 1);
+  EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 3);
+  for (void *p : {first, second, third})
+    r.held.push_back(p);
+}
+
+namespace {
+// libstdc++'s _Rb_tree_node_base.
+struct RbNode {
+  int color;
+  RbNode *parent, *left, *right;
+};
+} // namespace
+
+TEST(CApiHints, TreeHintWithAHeapParentGivesAHintedAllocation) {
+  requireAutoPolicy();
+  static int container;
+  RbNode header{}; // not a heap chunk: where the walk to the root stops
+  auto *root = static_cast<RbNode *>(defero_malloc(sizeof(RbNode) + 16));
+  auto *right = static_cast<RbNode *>(defero_malloc(sizeof(RbNode) + 16));
+  auto *leaf = static_cast<RbNode *>(defero_malloc(sizeof(RbNode) + 16));
+  *root = RbNode{1, &header, nullptr, right};
+  *right = RbNode{1, root, leaf, nullptr};
+  *leaf = RbNode{0, right, nullptr, nullptr};
+  header.parent = root;
+  const Stats s0 = stats();
+  __defero_hint_tree(&container, leaf, 1);
+  void *p = defero_malloc(sizeof(RbNode) + 16);
+  ASSERT_NE(p, nullptr);
+  const Stats s1 = stats();
+  EXPECT_EQ(num(s1, "hints.tree") - num(s0, "hints.tree"), 1);
+  EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 1);
+  EXPECT_GE(defero_usable_size(p), sizeof(RbNode) + 16);
+  void *q = defero_malloc(sizeof(RbNode) + 16);
+  EXPECT_EQ(num(stats(), "hinted_allocs"), num(s1, "hinted_allocs")) << "one-shot";
+  // The nodes were only read, never written.
+  EXPECT_EQ(root->right, right);
+  EXPECT_EQ(right->left, leaf);
+  EXPECT_EQ(leaf->parent, right);
+  for (void *x : {p, q, static_cast<void *>(root), static_cast<void *>(right),
+                  static_cast<void *>(leaf)})
+    defero_free(x);
+}
+
+TEST(CApiHints, FusedHintedNew) {
+  requireAutoPolicy();
+  Room r;
+  makeRoom(r);
+  ASSERT_NE(r.a, nullptr);
+  static int container;
+  const long long h0 = num(stats(), "hinted_allocs");
+  void *p = __defero_new_hinted(kNode, 1, &container, r.a, 0);
+  EXPECT_EQ(defero_class_of(p), r.class_a);
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0 + 1);
+  void *q = __defero_new_hinted(kNode, 42, &container, r.a, 0);
+  EXPECT_NE(q, nullptr) << "an unknown kind is an unhinted allocation";
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0 + 1);
+  EXPECT_THROW(__defero_new_hinted(std::size_t{1} << 62, 1, &container, r.a, 0), std::bad_alloc);
+  void *after = defero_malloc(kNode);
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0 + 1) << "a failed hinted new used up its hint";
+  for (void *x : {p, q, after})
+    r.held.push_back(x);
+}
+
+// --- container policies -------------------------------------------------------
+
+TEST(CApiPolicy, BadPredicateOrKIsReportedInOneLineAndChangesNothing) {
+  requireAutoPolicy();
+  static int stays_best, stays_default, control_first;
+  // Valid calls print nothing.
+  testing::internal::CaptureStderr();
+  __defero_container_policy(&stays_best, "best", 0);
+  __defero_container_policy(&control_first, "first", 20);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+
+  const std::string before = statsText();
+  struct Bad {
+    const void *c;
+    const char *pred;
+    int k;
+    const char *must_name;
+  };
+  const Bad bad[] = {{&stays_best, "bogus", 0, "'bogus'"},
+                     {&stays_best, "first", 99, "k=99"},
+                     {&stays_best, "first", -1, "k=-1"},
+                     {&stays_default, "First", 0, "'First'"},
+                     {&stays_default, nullptr, 0, "(null)"}};
+  for (const Bad &b : bad) {
+    testing::internal::CaptureStderr();
+    __defero_container_policy(b.c, b.pred, b.k);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(err.rfind("defero: ", 0), 0u) << err;
+    EXPECT_EQ(err.find('\n'), err.size() - 1) << "exactly one line: " << err;
+    EXPECT_NE(err.find(b.must_name), std::string::npos) << err;
+    EXPECT_NE(err.find("__defero_container_policy"), std::string::npos) << err;
+  }
+  EXPECT_EQ(statsText(), before) << "a rejected policy changes no statistic";
+
+  // Placement: a lower class has room, so Best and First differ.
+  Room r;
+  makeRoom(r);
+  ASSERT_NE(r.a, nullptr);
+  auto hinted = [&](const void *c) {
+    __defero_hint_neighbor(c, r.a);
+    void *p = defero_malloc(kNode);
+    const long long cls = defero_class_of(p);
+    defero_free(p); // room again where it came from
+    return cls;
+  };
+  EXPECT_LE(hinted(&control_first), r.lower) << "control: a valid 'first' is applied";
+  EXPECT_EQ(hinted(&stays_best), r.class_a) << "still 'best' after the bad calls";
+  EXPECT_EQ(hinted(&stays_default), r.class_a) << "still the default (auto: near the neighbour)";
+}
