@@ -50,18 +50,25 @@ void *ProcessHeap::mallocFresh(std::size_t sz, bool *fresh) {
     if (fresh)
       *fresh = false;
   } else {
-    p = large_.mallocAligned(sz, os::kPageBytes, fresh);
-    usable = p ? large_.getSize(p) : 0;
-    if (p) {
-      counters().large_allocs.fetch_add(1, std::memory_order_relaxed);
-      noteFootprint();
-    }
+    return mallocLarge(sz, os::kPageBytes, fresh);
   }
   if (!p) {
     errno = ENOMEM;
     return nullptr;
   }
   noteAlloc(p, usable, sz);
+  return p;
+}
+
+void *ProcessHeap::mallocLarge(std::size_t sz, std::size_t align, bool *fresh) {
+  void *p = large_.mallocAligned(sz, align, fresh);
+  if (!p) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  counters().large_allocs.fetch_add(1, std::memory_order_relaxed);
+  noteFootprint();
+  noteAlloc(p, large_.getSize(p), sz);
   return p;
 }
 
@@ -132,28 +139,18 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
   if (align <= kMinAlignment)
     return malloc(sz);
   tls_hint.kind = kHintNone;
-  void *p = nullptr;
-  std::size_t usable = 0;
   const unsigned cls = align <= kMaxSmall ? kbit::alignedClassOf(sz, align)
                                           : kbit::kNumClasses;
-  if (cls < kbit::kNumClasses) {
-    p = small_.current().withLock([&](auto &h) {
-      return h.allocateClass(cls, Predicate::First, nullptr, 0, 0);
-    });
-    usable = kbit::kClassBytes[cls];
-  } else {
-    p = large_.mallocAligned(sz, align);
-    if (p) {
-      usable = large_.getSize(p);
-      counters().large_allocs.fetch_add(1, std::memory_order_relaxed);
-      noteFootprint();
-    }
-  }
+  if (cls == kbit::kNumClasses)
+    return mallocLarge(sz, align, nullptr);
+  void *p = small_.current().withLock([&](auto &h) {
+    return h.allocateClass(cls, Predicate::First, nullptr, 0, 0);
+  });
   if (!p) {
     errno = ENOMEM;
     return nullptr;
   }
-  noteAlloc(p, usable, sz);
+  noteAlloc(p, kbit::kClassBytes[cls], sz);
   return p;
 }
 

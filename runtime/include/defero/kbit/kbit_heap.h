@@ -33,6 +33,7 @@
 // a span belongs to one size class for the life of the process.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -205,10 +206,7 @@ public:
     return locate(p, c) ? c.bytes : 0;
   }
 
-  static std::size_t chunksPerSpan(unsigned cls) {
-    return kbit::spanBytesFor(kbit::kClassBytes[cls], Super::kSpanBytes) /
-           kbit::kClassBytes[cls];
-  }
+  static std::size_t chunksPerSpan(unsigned cls) { return kChunksPerSpan[cls]; }
 
   /// This heap's id in span metadata (0 until its first span), and the id
   /// of the heap that carved the span holding p (0 if none): with these a
@@ -304,6 +302,15 @@ public:
   }
 
 private:
+  static constexpr auto kChunksPerSpan = [] {
+    std::array<std::uint32_t, kbit::kNumClasses> n{};
+    for (unsigned c = 0; c < kbit::kNumClasses; ++c)
+      n[c] = static_cast<std::uint32_t>(
+          kbit::spanBytesFor(kbit::kClassBytes[c], Super::kSpanBytes) /
+          kbit::kClassBytes[c]);
+    return n;
+  }();
+
   struct Chunk {
     unsigned cls = 0;
     std::size_t bytes = 1;
