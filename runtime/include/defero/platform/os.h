@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -51,6 +52,30 @@ inline void *map_sparse(std::size_t bytes) {
 inline void yield() { ::sched_yield(); }
 
 inline void unmap(void *p, std::size_t bytes) { ::munmap(p, bytes); }
+
+/// Calls a function with a per-thread value when that thread exits (a
+/// pthread key with a destructor; glibc keeps the first keys' values in the
+/// thread descriptor, so set() does not allocate).
+class ThreadExitHook {
+public:
+  using Fn = void (*)(void *);
+  /// Creates the hook once; false if the system is out of keys.
+  bool init(Fn fn) {
+    if (ready_)
+      return true;
+    ready_ = ::pthread_key_create(&key_, fn) == 0;
+    return ready_;
+  }
+  /// Arms the hook for the calling thread with `value` (non-null).
+  void arm(void *value) {
+    if (ready_)
+      ::pthread_setspecific(key_, value);
+  }
+
+private:
+  pthread_key_t key_{};
+  bool ready_ = false;
+};
 
 /// Grows or shrinks a mapping, possibly moving it. nullptr on failure.
 inline void *remap(void *p, std::size_t old_bytes, std::size_t new_bytes) {

@@ -54,7 +54,7 @@ public:
   void unlockHeap() { lock_.unlock(); }
 
 private:
-  LockType lock_;
+  alignas(64) LockType lock_; // its own line: written by every call
 };
 
 static_assert(SizedHeapLayer<LockedHeap<SpinLock, detail::ProbeHeap>>);
