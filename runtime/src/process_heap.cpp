@@ -14,7 +14,33 @@ thread_local PendingHint tls_hint __attribute__((tls_model("initial-exec"))) = {
 
 namespace {
 
-constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes;
+#ifndef DEFERO_CHECKED
+#define DEFERO_CHECKED 0
+#endif
+// Checked builds (libdefero-checked.so) end every small block with an
+// 8-byte canary in its chunk's last bytes, checked when the block is freed
+// or reallocated: a write past the block that reaches the chunk's end is
+// reported instead of silently corrupting the neighbour.
+constexpr std::size_t kCanaryBytes = DEFERO_CHECKED ? 8 : 0;
+constexpr std::uint64_t kCanary = 0xCA4A'27CA'4A27'CA4Aull;
+// Requests up to this size are small (chunk includes the canary).
+constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
+
+void armCanary(void *p, std::size_t chunk) {
+  if constexpr (kCanaryBytes != 0)
+    std::memcpy(static_cast<char *>(p) + chunk - kCanaryBytes, &kCanary,
+                kCanaryBytes);
+}
+
+void checkCanary(void *p, std::size_t chunk, const char *call) {
+  if constexpr (kCanaryBytes != 0) {
+    std::uint64_t v;
+    std::memcpy(&v, static_cast<char *>(p) + chunk - kCanaryBytes, sizeof v);
+    if (v != kCanary)
+      os::fatal_pointer(call, p,
+                        "heap overflow: the canary after the block was overwritten");
+  }
+}
 // Outside the small-object window a block's history is not kept, so a
 // double free and a foreign pointer look alike there.
 constexpr const char *kNotLive =
@@ -45,8 +71,12 @@ void *ProcessHeap::mallocFresh(std::size_t sz, bool *fresh) {
   void *p;
   std::size_t usable;
   if (sz <= kMaxSmall) {
-    p = h.kind ? hinted(sz, h) : small_.current().malloc(sz);
-    usable = p ? kbit::kClassBytes[kbit::classOf(sz)] : 0;
+    const std::size_t want = sz + kCanaryBytes;
+    p = h.kind ? hinted(want, h) : small_.current().malloc(want);
+    usable = kbit::kClassBytes[kbit::classOf(want)];
+    if (p)
+      armCanary(p, usable);
+    usable -= kCanaryBytes;
     if (fresh)
       *fresh = false;
   } else {
@@ -139,8 +169,9 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
   if (align <= kMinAlignment)
     return malloc(sz);
   tls_hint.kind = kHintNone;
-  const unsigned cls = align <= kMaxSmall ? kbit::alignedClassOf(sz, align)
-                                          : kbit::kNumClasses;
+  const unsigned cls = align <= kMaxSmall && sz <= kMaxSmall
+                           ? kbit::alignedClassOf(sz + kCanaryBytes, align)
+                           : kbit::kNumClasses;
   if (cls == kbit::kNumClasses)
     return mallocLarge(sz, align, nullptr);
   void *p = small_.current().withLock([&](auto &h) {
@@ -150,7 +181,8 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
     errno = ENOMEM;
     return nullptr;
   }
-  noteAlloc(p, kbit::kClassBytes[cls], sz);
+  armCanary(p, kbit::kClassBytes[cls]);
+  noteAlloc(p, kbit::kClassBytes[cls] - kCanaryBytes, sz);
   return p;
 }
 
@@ -172,9 +204,12 @@ void ProcessHeap::free(void *p, const char *call) {
   if (!p)
     return;
   if (Kbit *owner = smallOwner(p)) {
-    const std::size_t usable =
-        owner->withLock([&](auto &h) { return h.release(p, call); });
-    addLive(-static_cast<std::int64_t>(usable));
+    const std::size_t chunk = owner->withLock([&](auto &h) {
+      if (kCanaryBytes && h.isLive(p))
+        checkCanary(p, h.sizeOf(p), call);
+      return h.release(p, call);
+    });
+    addLive(-static_cast<std::int64_t>(chunk - kCanaryBytes));
   } else {
     const std::size_t bytes = large_.getSize(p);
     if (bytes == 0)
@@ -201,7 +236,8 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     old = owner->withLock([&](auto &h) {
       if (!h.isLive(p))
         os::fatal_pointer(call, p, "pointer is not a live block of this heap");
-      return h.getSize(p);
+      checkCanary(p, h.sizeOf(p), call);
+      return h.getSize(p) - kCanaryBytes;
     });
     // Keep the block if the new size still belongs to its class or one
     // below it (shrinking by less than half is not worth a copy).
@@ -241,8 +277,10 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
 std::size_t ProcessHeap::usableSize(const void *p) {
   if (!p)
     return 0;
-  if (Kbit *owner = smallOwner(p))
-    return owner->getSize(p);
+  if (Kbit *owner = smallOwner(p)) {
+    const std::size_t chunk = owner->getSize(p);
+    return chunk ? chunk - kCanaryBytes : 0;
+  }
   return large_.getSize(p);
 }
 
@@ -250,13 +288,8 @@ void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
   tls_hint.kind = kHintNone;
   if (sz > kMaxSmall)
     return malloc(sz);
-  void *p = heapFor(hint).mallocNear(sz, hint);
-  if (!p) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  noteAlloc(p, kbit::kClassBytes[kbit::classOf(sz)], sz);
-  return p;
+  void *p = heapFor(hint).mallocNear(sz + kCanaryBytes, hint);
+  return finishSmall(p, sz);
 }
 
 void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits,
@@ -264,12 +297,20 @@ void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits,
   tls_hint.kind = kHintNone;
   if (sz > kMaxSmall)
     return malloc(sz);
-  void *p = small_.current().mallocPath(sz, bits, depth > 64 ? 64 : depth);
+  void *p = small_.current().mallocPath(sz + kCanaryBytes, bits,
+                                        depth > 64 ? 64 : depth);
+  return finishSmall(p, sz);
+}
+
+/// Bookkeeping of a small block of sz requested bytes (p may be null).
+void *ProcessHeap::finishSmall(void *p, std::size_t sz) {
   if (!p) {
     errno = ENOMEM;
     return nullptr;
   }
-  noteAlloc(p, kbit::kClassBytes[kbit::classOf(sz)], sz);
+  const std::size_t chunk = kbit::kClassBytes[kbit::classOf(sz + kCanaryBytes)];
+  armCanary(p, chunk);
+  noteAlloc(p, chunk - kCanaryBytes, sz);
   return p;
 }
 
@@ -421,12 +462,14 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       "\"hints\": {\"neighbor\": %llu, \"tree\": %llu, \"container\": %llu}, "
       "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
       "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
-      "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu}\n",
+      "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu, "
+      "\"checked\": %s}\n",
       allocs, frees, static_cast<long long>(peak),
       static_cast<unsigned long long>(peak_footprint_.load()), hints[0],
       hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
       cfg_.backend, static_cast<long long>(live),
-      static_cast<unsigned long long>(large_.mappedBytes()));
+      static_cast<unsigned long long>(large_.mappedBytes()),
+      kCanaryBytes ? "true" : "false");
   if (n < 0)
     return 0;
   return static_cast<std::size_t>(n) < cap ? static_cast<std::size_t>(n)

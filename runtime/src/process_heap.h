@@ -81,6 +81,7 @@ public:
 private:
   void *mallocFresh(std::size_t sz, bool *fresh);
   void *mallocLarge(std::size_t sz, std::size_t align, bool *fresh);
+  void *finishSmall(void *p, std::size_t sz);
   void *hinted(std::size_t sz, const PendingHint &h);
   bool pathBits(const void *parent, int insert_left, std::uint64_t &bits,
                 unsigned &depth);
