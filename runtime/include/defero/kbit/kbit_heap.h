@@ -368,9 +368,11 @@ private:
     if (id_ == 0)
       id_ = nextId();
     if (!carved_ && k_ <= kDirectMaxK &&
-        (std::uint64_t{1} << (32 - k_)) <= Super::kSpanBytes)
+        (std::uint64_t{1} << (32 - k_)) <= Super::kSpanBytes) {
+      direct_entries_ = Super::windowBytes() >> (32 - k_);
       direct_ = static_cast<kbit::ClassNode **>(
-          os::map_sparse((Super::windowBytes() >> (32 - k_)) * sizeof(void *)));
+          os::map_sparse(direct_entries_ * sizeof(void *)));
+    }
     carved_ = true;
     const std::size_t first = Super::pageIndex(s);
     for (std::size_t i = 0; i < span / Super::kSpanBytes; ++i)
@@ -439,6 +441,24 @@ private:
     kbit::ClassNode *cached = direct_ ? direct_[key] : cache_[cls];
     if (cached && cached->key == key && cached->size_class == cls)
       return cached;
+    if (direct_) {
+      // The nearest class is usually a neighbour: probe up to kProbe
+      // classes each way, low side first (ties go low). A K-class here lies
+      // in one span page, so an entry of another size class, like an empty
+      // entry, means "no chunk of cls there": the first hit is the nearest.
+      for (std::uintptr_t d = 1; d <= kProbe; ++d) {
+        if (key >= d) {
+          kbit::ClassNode *n = direct_[key - d];
+          if (n && n->size_class == cls)
+            return n;
+        }
+        if (key + d < direct_entries_) {
+          kbit::ClassNode *n = direct_[key + d];
+          if (n && n->size_class == cls)
+            return n;
+        }
+      }
+    }
     kbit::ClassTree &tree = trees_[cls];
     auto hi = tree.lower_bound(key);
     if (hi != tree.end() && hi->key == key)
@@ -480,6 +500,8 @@ private:
   // space at K=24 on a 64 GiB window) and costs real memory only where
   // chunks live: one 4 KiB table page per 512 classes.
   kbit::ClassNode **direct_ = nullptr;
+  std::uintptr_t direct_entries_ = 0;
+  static constexpr std::uintptr_t kProbe = 4;
   std::uint64_t allocs_ = 0, frees_ = 0;
   kbit::NodePool pool_;
   std::size_t free_bytes_ = 0;
