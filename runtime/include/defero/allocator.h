@@ -13,7 +13,8 @@
 //    near the hint like Best; tree paths reach the runtime through
 //    __defero_hint_tree.
 //  - Auto behaves as Best when a hint is given, First otherwise.
-// Objects larger than 32 KiB come from a page-mapped heap.
+// Objects larger than 32 KiB (or aligned beyond any size class) come from a
+// page-mapped heap.
 #pragma once
 
 #include <cstddef>
@@ -80,12 +81,20 @@ public:
       throw std::bad_array_new_length();
     const std::size_t bytes = n * sizeof(T);
     void *p;
-    if (alignof(T) > kMinAlignment || bytes > kbit::kMaxSmallBytes) {
+    // Over-aligned types use the first class whose chunks are aligned
+    // enough (power-of-two classes are aligned to their size).
+    const unsigned cls = alignof(T) <= kMinAlignment
+                             ? (bytes <= kbit::kMaxSmallBytes ? kbit::classOf(bytes)
+                                                              : kbit::kNumClasses)
+                             : kbit::alignedClassOf(bytes, alignof(T));
+    if (cls == kbit::kNumClasses) {
       p = Heaps::large().mallocAligned(bytes, alignof(T));
-    } else if (Pred::value == Predicate::First || !hint) {
-      p = Heaps::small().malloc(bytes);
     } else {
-      p = Heaps::small().mallocNear(bytes, hint);
+      const bool near = Pred::value != Predicate::First && hint;
+      p = Heaps::small().withLock([&](auto &h) {
+        return h.allocateClass(cls, near ? Predicate::Best : Predicate::First,
+                               hint, 0, 0);
+      });
     }
     if (!p)
       throw std::bad_alloc();
