@@ -10,6 +10,7 @@
 // policies.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -106,7 +107,7 @@ private:
 
   SpinLock lock_;
   Entry *table_ = nullptr;
-  bool used_ = false;
+  std::atomic<bool> used_{false}; // read without the lock (a fast "no")
 };
 
 } // namespace defero

@@ -63,12 +63,17 @@ DEFERO_EXPORT void *aligned_alloc(std::size_t align, std::size_t size) {
   return processHeap().mallocAligned(size, align);
 }
 
+// glibc's memalign accepts any alignment and rounds it up to a power of
+// two; only one that cannot be rounded up is EINVAL.
 DEFERO_EXPORT void *memalign(std::size_t align, std::size_t size) {
-  if (!isPowerOfTwo(align)) {
+  if (align > SIZE_MAX / 2 + 1) {
     errno = EINVAL;
     return nullptr;
   }
-  return processHeap().mallocAligned(size, align);
+  std::size_t a = 1;
+  while (a < align)
+    a <<= 1;
+  return processHeap().mallocAligned(size, a);
 }
 
 DEFERO_EXPORT void *valloc(std::size_t size) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "defero/platform/os.h"
 
@@ -54,7 +55,8 @@ struct RbNode {
 
 } // namespace
 
-ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg) {
+ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
+  live_hook_.init(&ProcessHeap::threadExit);
   for (unsigned i = 0; i < Small::kHeaps; ++i)
     small_.heap(i).setK(cfg_.k);
   trace_.open(cfg_.trace_fd);
@@ -105,8 +107,24 @@ void *ProcessHeap::mallocLarge(std::size_t sz, std::size_t align, bool *fresh) {
 namespace {
 thread_local unsigned counter_slot __attribute__((tls_model("initial-exec"))) = 0;
 thread_local std::int64_t pending_live __attribute__((tls_model("initial-exec"))) = 0;
+thread_local bool live_hook_armed __attribute__((tls_model("initial-exec"))) = false;
 constexpr std::int64_t kLiveBatch = 64 * 1024;
 } // namespace
+
+/// Publishes a thread's pending live bytes when it exits, so bytes a thread
+/// allocated and handed to others are not lost with it.
+void ProcessHeap::threadExit(void *heap) {
+  auto *self = static_cast<ProcessHeap *>(heap);
+  if (pending_live != 0) {
+    self->live_.fetch_add(pending_live, std::memory_order_relaxed);
+    pending_live = 0;
+  }
+}
+
+void ProcessHeap::armLiveHook() {
+  live_hook_armed = true;
+  live_hook_.arm(this);
+}
 
 ProcessHeap::SlotCounters &ProcessHeap::counters() {
   if (counter_slot == 0)
@@ -118,6 +136,8 @@ ProcessHeap::SlotCounters &ProcessHeap::counters() {
 /// peak) once they move by kLiveBatch, so a malloc/free pair costs no
 /// shared-cache-line write.
 void ProcessHeap::addLive(std::int64_t bytes) {
+  if (__builtin_expect(!live_hook_armed, 0))
+    armLiveHook();
   pending_live += bytes;
   if (pending_live < kLiveBatch && pending_live > -kLiveBatch)
     return;
@@ -203,6 +223,10 @@ void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
 void ProcessHeap::free(void *p, const char *call) {
   if (!p)
     return;
+  // Logged before the block goes back: once it is back another thread may
+  // get it and log its malloc, which must come after this free.
+  if (trace_.enabled())
+    trace_.onFree(p);
   if (Kbit *owner = smallOwner(p)) {
     const std::size_t chunk = owner->withLock([&](auto &h) {
       if (kCanaryBytes && h.isLive(p))
@@ -220,13 +244,12 @@ void ProcessHeap::free(void *p, const char *call) {
     counters().large_frees.fetch_add(1, std::memory_order_relaxed);
     addLive(-static_cast<std::int64_t>(bytes));
   }
-  if (trace_.enabled())
-    trace_.onFree(p);
 }
 
 void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   if (!p)
     return malloc(sz);
+  tls_hint.kind = kHintNone; // a container's node is never realloc'ed
   if (sz == 0) { // glibc's behaviour: free and return NULL
     free(p, call);
     return nullptr;
@@ -250,7 +273,9 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     old = large_.getSize(p);
     if (old == 0)
       os::fatal_pointer(call, p, kNotLive);
-    if (sz > kMaxSmall) {
+    // (A traced run moves by copy: mremap would free p's pages before the
+    // trace could say so, and another thread could log them first.)
+    if (sz > kMaxSmall && !trace_.enabled()) {
       noteFootprint();
       void *q = large_.remap(p, sz);
       if (!q) {
@@ -265,7 +290,6 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
       return q;
     }
   }
-  tls_hint.kind = kHintNone;
   void *q = malloc(sz);
   if (!q)
     return nullptr; // p untouched, errno = ENOMEM
@@ -350,8 +374,14 @@ void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
     return nullptr;
   SlotCounters &sc = counters();
   sc.hinted_allocs.fetch_add(1, std::memory_order_relaxed);
+  // "Same class" at the container's own K if it set one (placement itself
+  // uses the heap's K: a coarser K is already honoured by the nearest-class
+  // search, a finer one cannot be, since chunks are filed at the heap's K).
   auto &k0 = small_.heap(0);
-  if (anchor && k0.inWindow(anchor) && k0.classKey(anchor) == k0.classKey(p))
+  const unsigned k = known && e.k ? e.k : cfg_.k;
+  if (anchor && k0.inWindow(anchor) &&
+      ((reinterpret_cast<std::uintptr_t>(anchor) - k0.base()) >> (32 - k)) ==
+          ((reinterpret_cast<std::uintptr_t>(p) - k0.base()) >> (32 - k)))
     sc.hint_same_class.fetch_add(1, std::memory_order_relaxed);
   registry_.setLast(h.container, p, h.kind == kHintContainer);
   return p;
@@ -480,11 +510,17 @@ void ProcessHeap::atExit() {
   trace_.flush();
   if (!cfg_.stats_stderr && !cfg_.stats_file)
     return;
+  // A forked child that exits (without exec) reports nothing: the stats
+  // describe the program, whose process writes them when it exits.
+  if (::getpid() != pid_)
+    return;
   char buf[1024];
   const std::size_t n = formatStats(buf, sizeof buf);
-  if (cfg_.stats_stderr)
+  if (!cfg_.stats_file) { // DEFERO_STATS_FILE replaces stderr
     os::write_all(2, buf, n);
-  if (cfg_.stats_file) {
+    return;
+  }
+  {
     int fd = os::open_for_writing(cfg_.stats_file, false);
     if (fd < 0) {
       const char msg[] = "defero: DEFERO_STATS_FILE: cannot open at exit\n";
@@ -504,6 +540,7 @@ void ProcessHeap::atExit() {
 void ProcessHeap::forkPrepare() {
   registry_.lockRegistry();
   trace_.lockLog();
+  small_.lockSlots();
   for (unsigned i = 0; i < Small::kHeaps; ++i)
     small_.heap(i).lockHeap();
   Arena::arena().lockArena();
@@ -515,11 +552,17 @@ void ProcessHeap::forkParent() {
   Arena::arena().unlockArena();
   for (unsigned i = Small::kHeaps; i-- > 0;)
     small_.heap(i).unlockHeap();
+  small_.unlockSlots();
   trace_.unlockLog();
   registry_.unlockRegistry();
 }
 
-void ProcessHeap::forkChild() { forkParent(); }
+void ProcessHeap::forkChild() {
+  // The parent still holds (and will write) the events buffered before the
+  // fork: the child must not write them a second time.
+  trace_.discardBuffered();
+  forkParent();
+}
 
 // --- construction on first use ------------------------------------------------
 

@@ -102,8 +102,12 @@ private:
   static constexpr unsigned kCounterSlots = 64;
   SlotCounters &counters();
   void addLive(std::int64_t bytes);
+  void armLiveHook();
+  static void threadExit(void *heap);
 
   Config cfg_;
+  int pid_; // the process that read the configuration
+  os::ThreadExitHook live_hook_;
   Small small_;
   MmapHeap large_;
   ContainerRegistry registry_;

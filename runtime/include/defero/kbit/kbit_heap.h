@@ -111,7 +111,7 @@ public:
   static constexpr unsigned kDefaultK = DefaultK;
   static constexpr unsigned kDirectMaxK = 24;
 
-  KBitHeap() = default;
+  KBitHeap() : id_(nextId()) {}
   KBitHeap(const KBitHeap &) = delete;
   KBitHeap &operator=(const KBitHeap &) = delete;
 
@@ -208,14 +208,14 @@ public:
 
   static std::size_t chunksPerSpan(unsigned cls) { return kChunksPerSpan[cls]; }
 
-  /// This heap's id in span metadata (0 until its first span), and the id
+  /// This heap's id in span metadata, and the id
   /// of the heap that carved the span holding p (0 if none): with these a
   /// caller holding several heaps finds a pointer's owner in one load.
   std::uint8_t id() const { return id_; }
   std::uint8_t ownerId(const void *p) const {
     if (!Super::owns(p))
       return 0;
-    const SpanPage &pg = const_cast<KBitHeap &>(*this).page(p);
+    const SpanPage pg = loadPage(const_cast<KBitHeap &>(*this).page(p));
     return pg.size_class_plus1 ? pg.heap_id : 0;
   }
 
@@ -224,7 +224,7 @@ public:
     if (!Super::owns(p))
       return false;
     auto &self = const_cast<KBitHeap &>(*this);
-    const SpanPage &pg = self.page(p);
+    const SpanPage pg = loadPage(self.page(p));
     return pg.size_class_plus1 != 0 && pg.heap_id == id_;
   }
 
@@ -245,7 +245,7 @@ public:
     if (!Super::owns(p))
       return 0;
     const std::size_t idx = Super::pageIndex(p);
-    const SpanPage &pg = Super::pageAt(idx);
+    const SpanPage pg = loadPage(Super::pageAt(idx));
     if (pg.size_class_plus1 == 0)
       return 0;
     const std::size_t first = idx - pg.pages_from_start;
@@ -327,7 +327,7 @@ private:
     if (!Super::owns(p))
       return false;
     const std::size_t idx = Super::pageIndex(p);
-    const SpanPage &pg = Super::pageAt(idx);
+    const SpanPage pg = loadPage(Super::pageAt(idx));
     if (pg.size_class_plus1 == 0 || pg.heap_id != id_)
       return false;
     fill(p, idx, pg, c);
@@ -337,7 +337,7 @@ private:
   /// Fills c for a p known to be in one of this heap's spans.
   void locateOwned(const void *p, Chunk &c) {
     const std::size_t idx = Super::pageIndex(p);
-    fill(p, idx, Super::pageAt(idx), c);
+    fill(p, idx, loadPage(Super::pageAt(idx)), c);
   }
 
   void fill(const void *p, std::size_t idx, const SpanPage &pg, Chunk &c) {
@@ -365,8 +365,6 @@ private:
     auto *s = static_cast<char *>(Super::malloc(span));
     if (!s)
       return false;
-    if (id_ == 0)
-      id_ = nextId();
     if (!carved_ && k_ <= kDirectMaxK &&
         (std::uint64_t{1} << (32 - k_)) <= Super::kSpanBytes) {
       direct_entries_ = Super::windowBytes() >> (32 - k_);
@@ -376,9 +374,9 @@ private:
     carved_ = true;
     const std::size_t first = Super::pageIndex(s);
     for (std::size_t i = 0; i < span / Super::kSpanBytes; ++i)
-      Super::pageAt(first + i) =
-          SpanPage{static_cast<std::uint8_t>(cls + 1), id_,
-                   static_cast<std::uint16_t>(i)};
+      storePage(Super::pageAt(first + i),
+                SpanPage{static_cast<std::uint8_t>(cls + 1), id_,
+                         static_cast<std::uint16_t>(i)});
     // File from the top down so each class list pops in address order.
     const std::size_t n = span / cls_bytes;
     for (std::size_t i = n; i-- > 0;)
@@ -506,7 +504,7 @@ private:
   kbit::NodePool pool_;
   std::size_t free_bytes_ = 0;
   unsigned k_ = DefaultK;
-  std::uint8_t id_ = 0;
+  const std::uint8_t id_; // set at construction: read without the lock
   bool carved_ = false;
 };
 

@@ -75,6 +75,11 @@ public:
 
   Super &heap(unsigned i) { return slots_[i].heap; }
 
+  /// Held across fork() with the heaps' locks (a thread may be taking its
+  /// first slot).
+  void lockSlots() { hook_lock_.lock(); }
+  void unlockSlots() { hook_lock_.unlock(); }
+
 private:
   struct ThreadRecord {
     ThreadHeap *owner;

@@ -16,6 +16,7 @@
 // Cost: a cache scan, else one mmap, per malloc; a hash probe per free.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -108,15 +109,18 @@ public:
     if (bytes < sz)
       return nullptr;
     std::lock_guard<SpinLock> guard(lock_);
-    Slot *s = findLocked(p);
-    if (!s)
+    if (!findLocked(p))
       return nullptr;
+    // Room for the new entry first, so the block never leaves the registry.
+    if ((count_ + tombs_ + 2) * 2 > cap_ && !growLocked())
+      return nullptr;
+    Slot *s = findLocked(p);
     void *q = os::remap(p, s->bytes, bytes);
     if (!q)
       return nullptr;
     mapped_bytes_ = mapped_bytes_ - s->bytes + bytes;
     eraseLocked(p);
-    insertLocked(q, bytes); // cannot fail: one slot was just freed
+    insertLocked(q, bytes); // cannot fail: room was made above
     return q;
   }
 
@@ -131,7 +135,10 @@ public:
     return const_cast<MmapHeap *>(this)->findLocked(p) != nullptr;
   }
 
-  std::size_t mappedBytes() const { return mapped_bytes_; }
+  /// Bytes mapped now (cached mappings included); read without the lock.
+  std::size_t mappedBytes() const {
+    return mapped_bytes_.load(std::memory_order_relaxed);
+  }
   void lockHeap() { lock_.lock(); }
   void unlockHeap() { lock_.unlock(); }
 
@@ -244,7 +251,7 @@ private:
   std::size_t cached_ = 0, cache_bytes_ = 0;
   Slot *table_ = nullptr;
   std::size_t cap_ = 0, count_ = 0, tombs_ = 0;
-  std::size_t mapped_bytes_ = 0;
+  std::atomic<std::size_t> mapped_bytes_{0};
 };
 
 static_assert(SizedHeapLayer<MmapHeap> && OwningHeapLayer<MmapHeap>);

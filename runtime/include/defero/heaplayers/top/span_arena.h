@@ -31,12 +31,23 @@
 
 namespace defero {
 
-/// Per-span-page metadata, owned by the layer above the arena.
-struct SpanPage {
+/// Per-span-page metadata, owned by the layer above the arena. Four bytes,
+/// read and written whole (loadPage/storePage) so a reader racing a heap
+/// that is carving the span sees the old record or the new one, never a mix.
+struct alignas(4) SpanPage {
   std::uint8_t size_class_plus1; ///< 0: not a chunk span
   std::uint8_t heap_id;          ///< which heap carved this span
   std::uint16_t pages_from_start; ///< distance to the span's first page
 };
+static_assert(sizeof(SpanPage) == 4);
+
+inline SpanPage loadPage(const SpanPage &page) {
+  return std::atomic_ref<SpanPage>(const_cast<SpanPage &>(page))
+      .load(std::memory_order_relaxed);
+}
+inline void storePage(SpanPage &page, SpanPage value) {
+  std::atomic_ref<SpanPage>(page).store(value, std::memory_order_release);
+}
 
 template <std::size_t WindowBytes = (std::size_t{1} << 36),
           std::size_t SpanBytes = 65536>

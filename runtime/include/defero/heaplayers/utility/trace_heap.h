@@ -38,6 +38,9 @@ public:
     std::lock_guard<SpinLock> guard(lock_);
     flushLocked();
   }
+  /// Drops buffered events unwritten (a forked child: its parent writes
+  /// them). Call with the log locked or from a single thread.
+  void discardBuffered() { used_ = 0; }
   void lockLog() { lock_.lock(); }
   void unlockLog() { lock_.unlock(); }
 
