@@ -12,6 +12,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Exported from libdefero.so, which hides everything else. */
+#define DEFERO_API __attribute__((visibility("default")))
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,49 +23,49 @@ extern "C" {
 
 /** malloc through the Defero heap (First predicate unless a hint is
  *  pending on this thread). NULL and errno=ENOMEM on failure. */
-void *defero_malloc(size_t size);
+DEFERO_API void *defero_malloc(size_t size);
 /** free for any pointer from this heap (NULL is a no-op). */
-void defero_free(void *ptr);
+DEFERO_API void defero_free(void *ptr);
 /** Allocates near `hint` (Best predicate): from hint's K-class if it has a
  *  free chunk of this size, else from the nearest class. */
-void *defero_alloc_near(size_t size, const void *hint);
+DEFERO_API void *defero_alloc_near(size_t size, const void *hint);
 /** Allocates by tree path (Path predicate): `depth` direction bits in the
  *  low bits of `bits`, first step most significant, 1 = right. */
-void *defero_alloc_path(size_t size, uint64_t bits, unsigned depth);
+DEFERO_API void *defero_alloc_path(size_t size, uint64_t bits, unsigned depth);
 /** Usable size of a block from this heap, 0 for anything else. */
-size_t defero_usable_size(const void *ptr);
+DEFERO_API size_t defero_usable_size(const void *ptr);
 /** K-class key of an address in the heap's window under the current K,
  *  or -1 if the address is not in the window. */
-long long defero_class_of(const void *ptr);
+DEFERO_API long long defero_class_of(const void *ptr);
 /** Writes the statistics JSON object (see DESIGN.md) and a newline.
  *  Returns 0, or -1 if out is NULL or the write fails. */
-int defero_stats_json(FILE *out);
+DEFERO_API int defero_stats_json(FILE *out);
 
 /* --- the hint ABI (one-shot, per thread) --------------------------------- */
 
 /** List-like containers: the next allocation on this thread is a node to be
  *  linked next to `neighbor`. */
-__attribute__((weak)) void __defero_hint_neighbor(const void *container,
+__attribute__((weak)) DEFERO_API void __defero_hint_neighbor(const void *container,
                                                   const void *neighbor);
 /** Red-black trees: the next node is attached under `parent` on the left if
  *  insert_left != 0 (libstdc++ node layout; the runtime walks the parent
  *  chain for the path bits). */
-__attribute__((weak)) void __defero_hint_tree(const void *container,
+__attribute__((weak)) DEFERO_API void __defero_hint_tree(const void *container,
                                               const void *parent,
                                               int insert_left);
 /** The next node belongs to `container`; its position is not known yet. */
-__attribute__((weak)) void __defero_hint_container(const void *container);
+__attribute__((weak)) DEFERO_API void __defero_hint_container(const void *container);
 /** From now on `container`'s nodes use `predicate` ("first", "best",
  *  "match", "path", "auto") and precision k (0 = the process default).
  *  A bad name or k is reported on stderr and ignored for that container. */
-__attribute__((weak)) void __defero_container_policy(const void *container,
+__attribute__((weak)) DEFERO_API void __defero_container_policy(const void *container,
                                                      const char *predicate,
                                                      int k);
 /** Fused hint + operator new, emitted by the late pass: like
  *  `::operator new(size)` (throws std::bad_alloc) with the hint applied.
  *  kind: 1 neighbor (where = neighbor), 2 tree (where = parent, side =
  *  insert_left), 3 container (where unused). */
-__attribute__((weak)) void *__defero_new_hinted(size_t size, int kind,
+__attribute__((weak)) DEFERO_API void *__defero_new_hinted(size_t size, int kind,
                                                 const void *container,
                                                 const void *where, int side);
 
