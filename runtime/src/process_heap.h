@@ -4,9 +4,11 @@
 //   small objects (<= 32 KiB):
 //     ThreadHeap<4, LockedHeap<SpinLock, KBitHeap<SharedArena<SpanArena>>>>
 //   large objects: MmapHeap
-//   around both: HeapCounters (StatsHeap's counters) and TraceLog
-//   (TraceHeap's log), driven here because hinted calls carry more than
-//   malloc(size).
+//   around both: statistics (per-thread-slot counters, live bytes published
+//   in batches) and TraceHeap's TraceLog, driven here rather than through
+//   the StatsHeap/TraceHeap layers because hinted calls carry more than
+//   malloc(size) and the counters must not share cache lines between
+//   threads.
 #pragma once
 
 #include <atomic>
@@ -22,7 +24,6 @@
 #include "defero/heaplayers/top/mmap_heap.h"
 #include "defero/heaplayers/top/shared_arena.h"
 #include "defero/heaplayers/top/span_arena.h"
-#include "defero/heaplayers/utility/stats_heap.h"
 #include "defero/heaplayers/utility/trace_heap.h"
 #include "defero/kbit/kbit_heap.h"
 

@@ -15,14 +15,21 @@
 // window/2^(32-K) classes. A chunk's class key is (addr - window) >> (32-K).
 // K ranges over 0..32 (0: one class per 4 GiB; 32: every byte its own).
 //
-// Predicates: First takes the lowest non-empty class (amortised O(1),
-// address-ordered, so memory is reused low-first); Best takes the hint's own
-// class if it has a free chunk, else the nearest non-empty class by key
-// (ties go low), O(log C) for C non-empty classes; Path follows the path's
-// direction bits down the class tree from its root and takes the node where
-// they run out or a child is missing, O(log C), monotone in pathValue().
-// Free is O(1) when the chunk's class is the one last touched in its size
-// class, else O(log C).
+// Predicates: First takes the lowest non-empty class (O(1): the tree's
+// leftmost node; address-ordered, so memory is reused low-first); Best
+// takes the hint's own class if it has a free chunk, else the nearest
+// non-empty class by key (ties go low); Path follows the path's direction
+// bits down the class tree from its root and takes the node where they run
+// out or a child is missing, O(log C) for C non-empty classes, monotone in
+// pathValue().
+//
+// Speed. For the usual K (a K-class no larger than a 64 KiB span page,
+// K <= 24) a sparse table maps every class key to its node, so free files
+// a chunk in O(1), Best finds the hint's class in O(1) and probes the four
+// classes on each side before an O(log C) tree search. Outside that range
+// (or if the table cannot be mapped) the tree alone serves, with the last
+// node touched per size class cached. Chunk numbers come from a multiply,
+// not a division (size_classes.h).
 //
 // Integrity (always on): every chunk has an allocated bit in its span's
 // bitmap, so freeing a chunk twice, a pointer inside a chunk, or a pointer
