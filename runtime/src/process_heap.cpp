@@ -70,25 +70,17 @@ void *ProcessHeap::mallocFresh(std::size_t sz, bool *fresh) {
   PendingHint h = tls_hint;
   if (h.kind)
     tls_hint.kind = kHintNone; // one-shot, whatever happens next
-  void *p;
-  std::size_t usable;
-  if (sz <= kMaxSmall) {
-    const std::size_t want = sz + kCanaryBytes;
-    p = h.kind ? hinted(want, h) : small_.current().malloc(want);
-    usable = kbit::kClassBytes[kbit::classOf(want)];
-    if (p)
-      armCanary(p, usable);
-    usable -= kCanaryBytes;
-    if (fresh)
-      *fresh = false;
-  } else {
+  if (sz > kMaxSmall)
     return mallocLarge(sz, os::kPageBytes, fresh);
-  }
-  if (!p) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  noteAlloc(p, usable, sz);
+  const std::size_t want = sz + kCanaryBytes;
+  void *p = h.kind ? hinted(want, h) : small_.current().malloc(want);
+  if (__builtin_expect(!p, 0)) // the small-object window is full
+    return mallocLarge(sz, os::kPageBytes, fresh);
+  const std::size_t chunk = kbit::kClassBytes[kbit::classOf(want)];
+  armCanary(p, chunk);
+  if (fresh)
+    *fresh = false;
+  noteAlloc(p, chunk - kCanaryBytes, sz);
   return p;
 }
 
@@ -197,10 +189,8 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
   void *p = small_.current().withLock([&](auto &h) {
     return h.allocateClass(cls, Predicate::First, nullptr, 0, 0);
   });
-  if (!p) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  if (!p) // the small-object window is full
+    return mallocLarge(sz, align, nullptr);
   armCanary(p, kbit::kClassBytes[cls]);
   noteAlloc(p, kbit::kClassBytes[cls] - kCanaryBytes, sz);
   return p;
