@@ -1,0 +1,14 @@
+// The plugin's arguments: `disable` turns it off (no hint in the IR);
+// anything else is an error naming the accepted ones.
+// RUN: %clangxx -std=c++17 -O0 -fplugin=%shlibdir/DeferoPlugin%shlibext -S -emit-llvm %s -o - | FileCheck %s --check-prefix=ON
+// RUN: %clangxx -std=c++17 -O0 -fplugin=%shlibdir/DeferoPlugin%shlibext -fplugin-arg-defero-disable -S -emit-llvm %s -o - | FileCheck %s --check-prefix=OFF
+// RUN: not %clangxx -std=c++17 -fplugin=%shlibdir/DeferoPlugin%shlibext -fplugin-arg-defero-bogus -fsyntax-only %s 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: %clangxx -std=c++17 -O2 -fpass-plugin=%shlibdir/DeferoPlugin%shlibext -S -emit-llvm %s -o - | FileCheck %s --check-prefix=ON
+// ON: call void @__defero_hint_neighbor
+// OFF-NOT: __defero_hint
+// BAD: error: defero: unknown plugin argument 'bogus' (accepted: disable)
+#include <list>
+int f(std::list<int> &l, int x) {
+  l.push_back(x);
+  return static_cast<int>(l.size());
+}
