@@ -8,7 +8,7 @@ import lit.formats
 
 config.name = "Defero"
 config.test_format = lit.formats.ShTest(True)
-config.suffixes = [".ll", ".cpp"]
+config.suffixes = [".ll", ".cpp", ".c"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.defero_obj_root, "test", "plugin")
@@ -22,3 +22,5 @@ config.substitutions.append(("%shlibext", ".so"))
 config.substitutions.append(("%libdefero", config.libdefero))
 config.substitutions.append(("%opt", os.path.join(config.llvm_tools_dir, "opt")))
 config.substitutions.append(("%clangxx", config.clangxx))
+config.substitutions.append(("%defero_cxx", os.path.join(config.defero_bin_dir, "defero-c++")))
+config.substitutions.append(("%defero_cc", os.path.join(config.defero_bin_dir, "defero-cc")))
