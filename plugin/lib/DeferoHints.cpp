@@ -69,43 +69,98 @@ bool demangle(StringRef Mangled, CxxName &Out) {
   return !Out.Base.empty();
 }
 
+/// The last template argument of a demangled class name
+/// ("std::__cxx11::list<int, std::allocator<int>>" -> "std::allocator<int>").
+StringRef lastTemplateArg(StringRef Ctx) {
+  if (!Ctx.ends_with(">"))
+    return {};
+  int Depth = 0;
+  for (size_t I = Ctx.size(); I-- > 0;) {
+    const char C = Ctx[I];
+    if (C == '>')
+      ++Depth;
+    else if (C == '<' && --Depth == 0)
+      return Ctx.substr(I + 1, Ctx.size() - I - 2).trim();
+    else if (C == ',' && Depth == 1)
+      return Ctx.substr(I + 1, Ctx.size() - I - 2).trim();
+  }
+  return {};
+}
+
 /// Which container a function belongs to, if it is one we instrument: a
-/// libstdc++ container with the standard allocator (a custom allocator may
-/// not allocate through malloc at all).
-enum class Kind { None, List, ForwardList };
+/// libstdc++ container whose allocator is the standard one (a custom
+/// allocator may not allocate through malloc at all).
+enum class Kind { None, List, ForwardList, TreeInsert, TreeEmplace };
 
 Kind containerOf(const CxxName &N) {
   StringRef Ctx(N.Context);
-  const bool StdAlloc = Ctx.contains(", std::allocator<");
-  if (!StdAlloc)
+  if (!lastTemplateArg(Ctx).starts_with("std::allocator<"))
     return Kind::None;
   if (Ctx.starts_with("std::__cxx11::list<") &&
       (N.Base == "_M_insert" || N.Base == "insert" || N.Base == "emplace"))
     return Kind::List;
   if (Ctx.starts_with("std::_Fwd_list_base<") && N.Base == "_M_insert_after")
     return Kind::ForwardList;
+  if (Ctx.starts_with("std::_Rb_tree<")) {
+    // The position is known before the node is made.
+    if (N.Base == "_M_insert_" || N.Base == "_M_insert_lower")
+      return Kind::TreeInsert;
+    // The node is made first (emplace, operator[], try_emplace,
+    // insert_or_assign all come here).
+    if (N.Base == "_M_emplace_unique" || N.Base == "_M_emplace_equal" ||
+        N.Base == "_M_emplace_hint_unique" || N.Base == "_M_emplace_hint_equal")
+      return Kind::TreeEmplace;
+  }
   return Kind::None;
 }
 
+/// A call that makes a container node: _M_create_node, a red-black tree's
+/// _Auto_node holder, or its _Alloc_node functor (not _Reuse_or_alloc_node, which may hand
+/// back an old node without allocating - a hint would then wait for an
+/// unrelated allocation).
 bool isNodeMaker(const CallBase &CB) {
   const Function *Callee = CB.getCalledFunction();
   CxxName N;
-  return Callee && demangle(Callee->getName(), N) && N.Base == "_M_create_node";
+  if (!Callee || !demangle(Callee->getName(), N))
+    return false;
+  StringRef Ctx(N.Context);
+  return N.Base == "_M_create_node" ||
+         (N.Base == "operator()" && Ctx.ends_with("::_Alloc_node")) ||
+         // libstdc++ 12's emplace functions make the node in the
+         // constructor of their RAII holder, _Rb_tree::_Auto_node.
+         (N.Base == "_Auto_node" && Ctx.ends_with("::_Auto_node"));
 }
 
-FunctionCallee hintNeighbor(Module &M) {
+/// Declares a hint entry of the runtime: weak, so the program links and
+/// runs without it.
+FunctionCallee hintFunction(Module &M, StringRef Name, ArrayRef<Type *> Params) {
   LLVMContext &C = M.getContext();
-  auto *Ptr = PointerType::getUnqual(C);
   FunctionCallee FC = M.getOrInsertFunction(
-      "__defero_hint_neighbor",
-      FunctionType::get(Type::getVoidTy(C), {Ptr, Ptr}, false));
+      Name, FunctionType::get(Type::getVoidTy(C), Params, false));
   if (auto *F = dyn_cast<Function>(FC.getCallee()); F && F->isDeclaration())
     F->setLinkage(GlobalValue::ExternalWeakLinkage);
   return FC;
 }
 
-/// Emits the guarded hint right before the node-making call.
-void emitHint(Module &M, CallBase &MakeNode, Kind K) {
+/// Calls Hint(Args) before IP if the runtime is there.
+void emitGuardedCall(FunctionCallee Hint, ArrayRef<Value *> Args,
+                     Instruction *IP) {
+  IRBuilder<> B(IP);
+  auto *Ptr = PointerType::getUnqual(IP->getContext());
+  Value *Present = B.CreateICmpNE(Hint.getCallee(),
+                                  ConstantPointerNull::get(Ptr), "defero.runtime");
+  Instruction *Then = SplitBlockAndInsertIfThen(Present, IP, false);
+  IRBuilder<>(Then).CreateCall(Hint, Args);
+}
+
+FunctionCallee hintNeighbor(Module &M) {
+  auto *Ptr = PointerType::getUnqual(M.getContext());
+  return hintFunction(M, "__defero_hint_neighbor", {Ptr, Ptr});
+}
+
+/// list / forward_list: the guarded neighbour hint right before the
+/// node-making call.
+void emitNeighbourHint(Module &M, CallBase &MakeNode, Kind K) {
   Function &F = *MakeNode.getFunction();
   Value *This = F.getArg(0);
   Value *Pos = F.getArg(1);
@@ -120,43 +175,115 @@ void emitHint(Module &M, CallBase &MakeNode, Kind K) {
       Ptr, B.CreateConstInBoundsGEP1_64(Type::getInt8Ty(C), Pos, Offset),
       "defero.beside_header");
   Value *Neighbour = B.CreateSelect(AtHeader, Other, Pos, "defero.neighbour");
-  FunctionCallee Hint = hintNeighbor(M);
-  Value *Present = B.CreateICmpNE(
-      Hint.getCallee(), ConstantPointerNull::get(Ptr), "defero.runtime");
-  Instruction *Then = SplitBlockAndInsertIfThen(Present, &MakeNode, false);
-  IRBuilder<> TB(Then);
-  TB.CreateCall(Hint, {This, Neighbour});
+  emitGuardedCall(hintNeighbor(M), {This, Neighbour}, &MakeNode);
 }
 
-bool instrument(Function &F, Kind K) {
-  if (F.isDeclaration() || F.arg_size() < 2 ||
-      !F.getArg(0)->getType()->isPointerTy() ||
-      !F.getArg(1)->getType()->isPointerTy())
+/// The variable holding `__insert_left` in _M_insert_ / _M_insert_lower:
+/// the alloca whose value the call of _Rb_tree_insert_and_rebalance takes
+/// as its first argument. The pass runs before SROA, so clang's locals are
+/// still allocas, and the variable is stored before the node is made.
+AllocaInst *insertLeftVariable(Function &F) {
+  for (BasicBlock &BB : F)
+    for (Instruction &I : BB) {
+      auto *CB = dyn_cast<CallBase>(&I);
+      const Function *Callee = CB ? CB->getCalledFunction() : nullptr;
+      if (!Callee || Callee->getName() !=
+                         "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_")
+        continue;
+      Value *V = CB->getArgOperand(0);
+      if (auto *T = dyn_cast<TruncInst>(V))
+        V = T->getOperand(0);
+      if (auto *L = dyn_cast<LoadInst>(V))
+        return dyn_cast<AllocaInst>(L->getPointerOperand());
+      return nullptr;
+    }
+  return nullptr;
+}
+
+/// Red-black tree insertion with a known position: the guarded tree hint
+/// (parent, side) right before the node is made.
+bool emitTreeHint(Module &M, CallBase &MakeNode, const CxxName &N) {
+  Function &F = *MakeNode.getFunction();
+  AllocaInst *InsertLeft = insertLeftVariable(F);
+  // _M_insert_(x, p, v, gen): the parent is p; _M_insert_lower(p, v).
+  const unsigned ParentArg = N.Base == "_M_insert_" ? 2 : 1;
+  if (!InsertLeft || F.arg_size() <= ParentArg ||
+      !F.getArg(ParentArg)->getType()->isPointerTy())
     return false;
+  LLVMContext &C = M.getContext();
+  IRBuilder<> B(&MakeNode);
+  Value *Left = B.CreateZExt(
+      B.CreateICmpNE(B.CreateLoad(InsertLeft->getAllocatedType(), InsertLeft),
+                     ConstantInt::get(InsertLeft->getAllocatedType(), 0)),
+      Type::getInt32Ty(C), "defero.insert_left");
+  auto *Ptr = PointerType::getUnqual(C);
+  FunctionCallee Hint = hintFunction(M, "__defero_hint_tree",
+                                     {Ptr, Ptr, Type::getInt32Ty(C)});
+  emitGuardedCall(Hint, {F.getArg(0), F.getArg(ParentArg), Left}, &MakeNode);
+  return true;
+}
+
+/// The node is made before its position is known: the container hint.
+void emitContainerHint(Module &M, CallBase &MakeNode) {
+  auto *Ptr = PointerType::getUnqual(M.getContext());
+  emitGuardedCall(hintFunction(M, "__defero_hint_container", {Ptr}),
+                  {MakeNode.getFunction()->getArg(0)}, &MakeNode);
+}
+
+bool instrument(Function &F, Kind K, const CxxName &N) {
+  const unsigned NeedArgs = K == Kind::TreeEmplace ? 1 : 2;
+  if (F.isDeclaration() || F.arg_size() < NeedArgs)
+    return false;
+  for (unsigned I = 0; I < NeedArgs; ++I)
+    if (!F.getArg(I)->getType()->isPointerTy())
+      return false;
   SmallVector<CallBase *, 2> Sites;
   for (BasicBlock &BB : F)
     for (Instruction &I : BB)
       if (auto *CB = dyn_cast<CallBase>(&I); CB && isNodeMaker(*CB))
         Sites.push_back(CB);
-  for (CallBase *CB : Sites)
-    emitHint(*F.getParent(), *CB, K);
-  return !Sites.empty();
+  bool Changed = false;
+  Module &M = *F.getParent();
+  for (CallBase *CB : Sites) {
+    switch (K) {
+    case Kind::List:
+    case Kind::ForwardList:
+      emitNeighbourHint(M, *CB, K);
+      Changed = true;
+      break;
+    case Kind::TreeInsert:
+      Changed |= emitTreeHint(M, *CB, N);
+      break;
+    case Kind::TreeEmplace:
+      emitContainerHint(M, *CB);
+      Changed = true;
+      break;
+    case Kind::None:
+      break;
+    }
+  }
+  return Changed;
 }
 
 } // namespace
 
 unsigned insertContainerHints(Module &M) {
   unsigned Changed = 0;
-  SmallVector<std::pair<Function *, Kind>, 16> Work;
+  struct Item {
+    Function *F;
+    Kind K;
+    CxxName N;
+  };
+  SmallVector<Item, 16> Work;
   for (Function &F : M) {
     CxxName N;
     if (F.isDeclaration() || !demangle(F.getName(), N))
       continue;
     if (Kind K = containerOf(N); K != Kind::None)
-      Work.push_back({&F, K});
+      Work.push_back({&F, K, N});
   }
-  for (auto &[F, K] : Work)
-    Changed += instrument(*F, K);
+  for (Item &W : Work)
+    Changed += instrument(*W.F, W.K, W.N);
   return Changed;
 }
 
