@@ -90,7 +90,7 @@ StringRef lastTemplateArg(StringRef Ctx) {
 /// Which container a function belongs to, if it is one we instrument: a
 /// libstdc++ container whose allocator is the standard one (a custom
 /// allocator may not allocate through malloc at all).
-enum class Kind { None, List, ForwardList, TreeInsert, TreeEmplace };
+enum class Kind { None, List, ForwardList, TreeInsert, TreeEmplace, HashNode };
 
 Kind containerOf(const CxxName &N) {
   StringRef Ctx(N.Context);
@@ -101,6 +101,13 @@ Kind containerOf(const CxxName &N) {
     return Kind::List;
   if (Ctx.starts_with("std::_Fwd_list_base<") && N.Base == "_M_insert_after")
     return Kind::ForwardList;
+  // Every node of the unordered containers is allocated by their
+  // allocator base, _Hashtable_alloc::_M_allocate_node, whatever the
+  // operation (insert, emplace, operator[], try_emplace; a reusing
+  // assignment calls it only for the nodes it must add).
+  if (Ctx.starts_with("std::__detail::_Hashtable_alloc<") &&
+      N.Base == "_M_allocate_node")
+    return Kind::HashNode;
   if (Ctx.starts_with("std::_Rb_tree<")) {
     // The position is known before the node is made.
     if (N.Base == "_M_insert_" || N.Base == "_M_insert_lower")
@@ -231,12 +238,22 @@ void emitContainerHint(Module &M, CallBase &MakeNode) {
 }
 
 bool instrument(Function &F, Kind K, const CxxName &N) {
-  const unsigned NeedArgs = K == Kind::TreeEmplace ? 1 : 2;
+  const unsigned NeedArgs =
+      K == Kind::TreeEmplace || K == Kind::HashNode ? 1 : 2;
   if (F.isDeclaration() || F.arg_size() < NeedArgs)
     return false;
   for (unsigned I = 0; I < NeedArgs; ++I)
     if (!F.getArg(I)->getType()->isPointerTy())
       return false;
+  if (K == Kind::HashNode) {
+    // The container hint at entry (after the allocas, which must stay in
+    // the entry block): `this` is the table's allocator base, an address
+    // unique to the container, which is all a container hint needs.
+    auto *Ptr = PointerType::getUnqual(F.getContext());
+    emitGuardedCall(hintFunction(*F.getParent(), "__defero_hint_container", {Ptr}),
+                    {F.getArg(0)}, &*F.getEntryBlock().getFirstNonPHIOrDbgOrAlloca());
+    return true;
+  }
   SmallVector<CallBase *, 2> Sites;
   for (BasicBlock &BB : F)
     for (Instruction &I : BB)
@@ -258,6 +275,7 @@ bool instrument(Function &F, Kind K, const CxxName &N) {
       emitContainerHint(M, *CB);
       Changed = true;
       break;
+    case Kind::HashNode: // handled above
     case Kind::None:
       break;
     }
