@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 #include "DeferoHints.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Demangle/Demangle.h"
@@ -32,6 +33,8 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
 #include <string>
@@ -285,6 +288,94 @@ bool instrument(Function &F, Kind K, const CxxName &N) {
 
 } // namespace
 
+/// Whether a function belongs to the standard library (its callers are
+/// followed up to the program's own code when remarks name insert sites).
+bool isStdFunction(const Function &F) {
+  CxxName N;
+  if (!demangle(F.getName(), N))
+    return false;
+  return StringRef(N.Context).starts_with("std::");
+}
+
+const char *hintName(Kind K) {
+  switch (K) {
+  case Kind::List:
+  case Kind::ForwardList:
+    return "neighbor";
+  case Kind::TreeInsert:
+    return "tree";
+  case Kind::TreeEmplace:
+  case Kind::HashNode:
+    return "container";
+  case Kind::None:
+    break;
+  }
+  return "none";
+}
+
+/// -Rpass=defero / -Rpass-missed=defero, at the program's own call sites:
+/// the instrumented function is deep in libstdc++, so the remark goes to
+/// every call, outside namespace std, that reaches it through std
+/// functions (before inlining, the call graph still shows the way).
+void remarkUserSites(Function &F, bool Hinted, const std::string &Container,
+                     const char *Hint, const char *Why) {
+  SmallVector<Function *, 8> Todo{&F};
+  SmallPtrSet<Function *, 16> Seen{&F};
+  while (!Todo.empty()) {
+    Function *G = Todo.pop_back_val();
+    for (User *U : G->users()) {
+      auto *CB = dyn_cast<CallBase>(U);
+      if (!CB || CB->getCalledFunction() != G)
+        continue;
+      Function *Caller = CB->getFunction();
+      if (isStdFunction(*Caller)) {
+        if (Seen.insert(Caller).second)
+          Todo.push_back(Caller);
+        continue;
+      }
+      OptimizationRemarkEmitter ORE(Caller);
+      if (Hinted)
+        ORE.emit([&] {
+          return OptimizationRemark("defero", "ContainerHint", CB)
+                 << Container << " insertion: " << Hint << " hint";
+        });
+      else
+        ORE.emit([&] {
+          return OptimizationRemarkMissed("defero", "NoContainerHint", CB)
+                 << Container << " insertion not hinted: " << Why;
+        });
+    }
+  }
+}
+
+/// The container's class name without its template arguments.
+std::string containerName(const CxxName &N) {
+  StringRef Ctx(N.Context);
+  Ctx = Ctx.take_front(Ctx.find('<'));
+  if (Ctx == "std::_Rb_tree")
+    return "std::map/set";
+  if (Ctx == "std::__detail::_Hashtable_alloc")
+    return "std::unordered container";
+  if (Ctx == "std::_Fwd_list_base")
+    return "std::forward_list";
+  if (Ctx == "std::__cxx11::list")
+    return "std::list";
+  return Ctx.str();
+}
+
+/// Node-making functions of containers with another allocator: named in
+/// -Rpass-missed, never instrumented.
+bool isCustomAllocatorContainer(const CxxName &N) {
+  StringRef Ctx(N.Context);
+  const bool Known = (Ctx.starts_with("std::__cxx11::list<") && N.Base == "_M_insert") ||
+                     (Ctx.starts_with("std::_Fwd_list_base<") && N.Base == "_M_insert_after") ||
+                     (Ctx.starts_with("std::_Rb_tree<") &&
+                      (N.Base == "_M_insert_" || N.Base.rfind("_M_emplace", 0) == 0)) ||
+                     (Ctx.starts_with("std::__detail::_Hashtable_alloc<") &&
+                      N.Base == "_M_allocate_node");
+  return Known && !lastTemplateArg(Ctx).starts_with("std::allocator<");
+}
+
 unsigned insertContainerHints(Module &M) {
   unsigned Changed = 0;
   struct Item {
@@ -299,9 +390,16 @@ unsigned insertContainerHints(Module &M) {
       continue;
     if (Kind K = containerOf(N); K != Kind::None)
       Work.push_back({&F, K, N});
+    else if (isCustomAllocatorContainer(N))
+      remarkUserSites(F, false, containerName(N), "",
+                      "it has its own allocator (not std::allocator)");
   }
-  for (Item &W : Work)
-    Changed += instrument(*W.F, W.K, W.N);
+  for (Item &W : Work) {
+    const bool Done = instrument(*W.F, W.K, W.N);
+    Changed += Done;
+    remarkUserSites(*W.F, Done, containerName(W.N), hintName(W.K),
+                    "the node-making code is not in the shape this pass knows");
+  }
   return Changed;
 }
 
