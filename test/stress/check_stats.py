@@ -10,8 +10,10 @@ everything it allocates (libc and libstdc++ keep a few blocks of their own).
 import argparse
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from defero_run import run_under_defero  # noqa: E402
 
 KEYS = {
     "allocs": int, "frees": int, "peak_live_bytes": int,
@@ -30,14 +32,7 @@ def main() -> int:
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
-    if os.path.exists(a.file):
-        os.unlink(a.file)
-    env = dict(os.environ, LD_PRELOAD=a.lib, DEFERO_STATS_FILE=a.file)
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    print(f"command: {' '.join(cmd)}\nexit: {p.returncode}\nstdout:\n"
-          f"{p.stdout[-1500:]}\nstderr:\n{p.stderr[-1500:]}")
-    if p.returncode != 0:
-        print("FAIL: command failed")
+    if not run_under_defero(a.lib, "DEFERO_STATS_FILE", a.file, cmd):
         return 1
     with open(a.file) as f:
         text = f.read()

@@ -15,8 +15,10 @@ times (the program allocates each such size once).
 import argparse
 import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from defero_run import run_under_defero  # noqa: E402
 
 EVENT = re.compile(r"^(?:m (0x[0-9a-f]+) (\d+)|f (0x[0-9a-f]+)|"
                    r"r (0x[0-9a-f]+) (0x[0-9a-f]+) (\d+))$")
@@ -31,14 +33,7 @@ def main() -> int:
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
-    if os.path.exists(a.trace):
-        os.unlink(a.trace)
-    env = dict(os.environ, LD_PRELOAD=a.lib, DEFERO_TRACE=a.trace)
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    print(f"command: {' '.join(cmd)}\nexit: {p.returncode}\nstdout:\n"
-          f"{p.stdout[-1500:]}\nstderr:\n{p.stderr[-1500:]}")
-    if p.returncode != 0:
-        print("FAIL: command failed")
+    if not run_under_defero(a.lib, "DEFERO_TRACE", a.trace, cmd):
         return 1
     lo = hi = None
     if a.once:
