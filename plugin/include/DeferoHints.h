@@ -28,6 +28,12 @@ namespace defero {
 /// functions changed.
 unsigned insertContainerHints(llvm::Module &M);
 
+/// Lowers every annotate("defero.policy", predicate, k) that clang made
+/// from [[defero::policy]] into a guarded __defero_container_policy call
+/// (locals: after their annotation; fields: before the constructor call;
+/// globals: in a constructor of priority 101). Returns the number lowered.
+unsigned lowerPolicyAnnotations(llvm::Module &M);
+
 struct DeferoHintsPass : llvm::PassInfoMixin<DeferoHintsPass> {
   llvm::PreservedAnalyses run(llvm::Module &M, llvm::ModuleAnalysisManager &);
   static bool isRequired() { return true; } // also at -O0

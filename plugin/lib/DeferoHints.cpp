@@ -35,7 +35,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
 #include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 
 #include <string>
 
@@ -403,9 +405,146 @@ unsigned insertContainerHints(Module &M) {
   return Changed;
 }
 
+// --- [[defero::policy]]: annotate("defero.policy", pred, k) -> a call ------
+
+namespace {
+
+/// The (predicate, K) of a "defero.policy" annotation: its annotation
+/// string operand and its args operand ({ptr @pred, i32 k}).
+bool policyOf(Value *AnnoStr, Value *AnnoArgs, StringRef &Pred, int &K) {
+  auto *SG = dyn_cast<GlobalVariable>(AnnoStr->stripPointerCasts());
+  auto *SD = SG && SG->hasInitializer()
+                 ? dyn_cast<ConstantDataArray>(SG->getInitializer())
+                 : nullptr;
+  if (!SD || !SD->isCString() || SD->getAsCString() != "defero.policy")
+    return false;
+  auto *AG = dyn_cast<GlobalVariable>(AnnoArgs->stripPointerCasts());
+  auto *AS = AG && AG->hasInitializer()
+                 ? dyn_cast<ConstantStruct>(AG->getInitializer())
+                 : nullptr;
+  if (!AS || AS->getNumOperands() != 2)
+    return false;
+  auto *PG = dyn_cast<GlobalVariable>(AS->getOperand(0)->stripPointerCasts());
+  auto *PD = PG && PG->hasInitializer()
+                 ? dyn_cast<ConstantDataArray>(PG->getInitializer())
+                 : nullptr;
+  auto *KC = dyn_cast<ConstantInt>(AS->getOperand(1));
+  if (!PD || !PD->isCString() || !KC)
+    return false;
+  Pred = PD->getAsCString();
+  K = static_cast<int>(KC->getSExtValue());
+  return true;
+}
+
+/// __defero_container_policy(Container, "pred", K) before IP, guarded.
+void emitPolicyCall(Module &M, Value *Container, StringRef Pred, int K,
+                    Instruction *IP) {
+  LLVMContext &C = M.getContext();
+  auto *Ptr = PointerType::getUnqual(C);
+  FunctionCallee Fn = hintFunction(M, "__defero_container_policy",
+                                   {Ptr, Ptr, Type::getInt32Ty(C)});
+  // The annotation's own strings live in "llvm.metadata", which is not
+  // emitted: the name gets a string of its own.
+  const std::string GlobalName = ("defero.policy." + Pred).str();
+  Constant *Name = M.getNamedGlobal(GlobalName);
+  if (!Name)
+    Name = IRBuilder<>(IP).CreateGlobalString(Pred, GlobalName, 0, &M);
+  emitGuardedCall(Fn, {Container, Name, ConstantInt::get(Type::getInt32Ty(C), K)},
+                  IP);
+}
+
+/// Whether F is a constructor (C1/C2/...), not a destructor.
+bool isConstructor(const Function *F) {
+  if (!F || !F->getName().starts_with("_Z"))
+    return false;
+  const std::string Name = F->getName().str();
+  ItaniumPartialDemangler D;
+  if (D.partialDemangle(Name.c_str()) || !D.isCtorOrDtor())
+    return false;
+  size_t N = 0;
+  char *Base = D.getFunctionBaseName(nullptr, &N);
+  const bool Ctor = Base && Base[0] != '~';
+  std::free(Base);
+  return Ctor;
+}
+
+} // namespace
+
+unsigned lowerPolicyAnnotations(Module &M) {
+  unsigned Lowered = 0;
+  // Locals: llvm.var.annotation(alloca, ...) comes right after the alloca,
+  // before the container's constructor; the policy call goes after it.
+  // Fields: llvm.ptr.annotation(field address) precedes every access; the
+  // ones whose result is handed to a constructor are where the field is
+  // made (member initialisers, copies, moves).
+  for (Function &F : M) {
+    const Intrinsic::ID ID = F.getIntrinsicID();
+    if (ID != Intrinsic::var_annotation && ID != Intrinsic::ptr_annotation)
+      continue;
+    SmallVector<CallBase *, 8> Calls;
+    for (User *U : F.users())
+      if (auto *CB = dyn_cast<CallBase>(U); CB && CB->getCalledFunction() == &F)
+        Calls.push_back(CB);
+    for (CallBase *CB : Calls) {
+      StringRef Pred;
+      int K = 0;
+      if (!policyOf(CB->getArgOperand(1), CB->getArgOperand(4), Pred, K))
+        continue;
+      if (ID == Intrinsic::ptr_annotation) {
+        Instruction *Ctor = nullptr;
+        for (User *U : CB->users())
+          if (auto *Use = dyn_cast<CallBase>(U);
+              Use && Use->arg_size() > 0 && Use->getArgOperand(0) == CB &&
+              isConstructor(Use->getCalledFunction()))
+            Ctor = Use;
+        if (!Ctor)
+          continue;
+        emitPolicyCall(M, CB, Pred, K, Ctor);
+      } else {
+        emitPolicyCall(M, CB->getArgOperand(0), Pred, K, CB->getNextNode());
+      }
+      ++Lowered;
+    }
+  }
+  // Globals (and static locals): llvm.global.annotations lists them; a
+  // constructor that runs before the program's own (priority 101) sets
+  // their policies.
+  GlobalVariable *GA = M.getGlobalVariable("llvm.global.annotations");
+  auto *Arr = GA && GA->hasInitializer()
+                  ? dyn_cast<ConstantArray>(GA->getInitializer())
+                  : nullptr;
+  SmallVector<std::tuple<GlobalValue *, std::string, int>, 4> Globals;
+  if (Arr)
+    for (Value *Op : Arr->operands()) {
+      auto *E = dyn_cast<ConstantStruct>(Op);
+      StringRef Pred;
+      int K = 0;
+      if (!E || E->getNumOperands() < 5 ||
+          !policyOf(E->getOperand(1), E->getOperand(4), Pred, K))
+        continue;
+      if (auto *GV = dyn_cast<GlobalVariable>(E->getOperand(0)->stripPointerCasts());
+          GV && !GV->isThreadLocal())
+        Globals.emplace_back(GV, Pred.str(), K);
+    }
+  if (!Globals.empty()) {
+    LLVMContext &C = M.getContext();
+    auto *Init = Function::Create(FunctionType::get(Type::getVoidTy(C), false),
+                                  GlobalValue::InternalLinkage,
+                                  "defero.policy.init", M);
+    auto *BB = BasicBlock::Create(C, "entry", Init);
+    Instruction *Ret = ReturnInst::Create(C, BB);
+    for (auto &[GV, Pred, K] : Globals) {
+      emitPolicyCall(M, GV, Pred, K, Ret);
+      ++Lowered;
+    }
+    appendToGlobalCtors(M, Init, 101);
+  }
+  return Lowered;
+}
+
 PreservedAnalyses DeferoHintsPass::run(Module &M, ModuleAnalysisManager &) {
-  return insertContainerHints(M) ? PreservedAnalyses::none()
-                                 : PreservedAnalyses::all();
+  const unsigned Changed = lowerPolicyAnnotations(M) + insertContainerHints(M);
+  return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }
 
 } // namespace defero

@@ -36,6 +36,8 @@ public:
     Entry *e = slotLocked(c, true);
     if (!e)
       return false;
+    if (e->policy < 0)
+      ++policies_;
     e->policy = static_cast<std::int8_t>(p);
     e->k = static_cast<std::uint8_t>(k);
     used_ = true;
@@ -66,6 +68,11 @@ public:
   }
 
   bool used() const { return used_; }
+  /// Containers that have a policy of their own now.
+  std::size_t policies() {
+    std::lock_guard<SpinLock> guard(lock_);
+    return policies_;
+  }
   void lockRegistry() { lock_.lock(); }
   void unlockRegistry() { lock_.unlock(); }
 
@@ -101,12 +108,15 @@ private:
       return nullptr;
     if (!victim)
       victim = &table_[h & (kSlots - 1)];
+    if (victim->policy >= 0)
+      --policies_;
     *victim = Entry{c, nullptr, -1, 0};
     return victim;
   }
 
   SpinLock lock_;
   Entry *table_ = nullptr;
+  std::size_t policies_ = 0;
   std::atomic<bool> used_{false}; // read without the lock (a fast "no")
 };
 

@@ -343,7 +343,8 @@ void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
   const void *anchor = h.where;
   ContainerRegistry::Entry e;
   const bool known = registry_.lookup(h.container, e);
-  if (known && e.policy >= 0)
+  const bool own_policy = known && e.policy >= 0;
+  if (own_policy)
     pred = static_cast<Predicate>(e.policy);
   if (h.kind == kHintContainer)
     anchor = known ? e.last_node : nullptr;
@@ -364,6 +365,8 @@ void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
     return nullptr;
   SlotCounters &sc = counters();
   sc.hinted_allocs.fetch_add(1, std::memory_order_relaxed);
+  if (own_policy)
+    sc.policy_allocs.fetch_add(1, std::memory_order_relaxed);
   // "Same class" at the container's own K if it set one (placement itself
   // uses the heap's K: a coarser K is already honoured by the nearest-class
   // search, a finer one cannot be, since chunks are filed at the heap's K).
@@ -449,7 +452,7 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
 std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
   noteFootprint();
   unsigned long long allocs = 0, frees = 0, hints[3] = {}, hinted = 0,
-                     same = 0;
+                     same = 0, own = 0;
   for (unsigned i = 0; i < Small::kHeaps; ++i)
     small_.heap(i).withLock([&](auto &h) {
       allocs += h.allocCount();
@@ -465,6 +468,7 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       hints[k] += ld(c.hints[k]);
     hinted += ld(c.hinted_allocs);
     same += ld(c.hint_same_class);
+    own += ld(c.policy_allocs);
   }
   // This thread's unpublished live bytes count too (others' are within
   // kLiveBatch each).
@@ -483,12 +487,14 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
       "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
       "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu, "
+      "\"container_policies\": %llu, \"policy_allocs\": %llu, "
       "\"checked\": %s}\n",
       allocs, frees, static_cast<long long>(peak),
       static_cast<unsigned long long>(peak_footprint_.load()), hints[0],
       hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
       cfg_.backend, static_cast<long long>(live),
       static_cast<unsigned long long>(large_.mappedBytes()),
+      static_cast<unsigned long long>(registry_.policies()), own,
       kCanaryBytes ? "true" : "false");
   if (n < 0)
     return 0;

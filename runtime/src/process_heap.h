@@ -97,7 +97,7 @@ private:
   /// atomic).
   struct alignas(64) SlotCounters {
     std::atomic<std::uint64_t> hints[3];
-    std::atomic<std::uint64_t> hinted_allocs, hint_same_class;
+    std::atomic<std::uint64_t> hinted_allocs, hint_same_class, policy_allocs;
     std::atomic<std::uint64_t> large_allocs, large_frees;
   };
   static constexpr unsigned kCounterSlots = 64;

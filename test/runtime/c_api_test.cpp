@@ -476,3 +476,24 @@ TEST(CApiPolicy, BadPredicateOrKIsReportedInOneLineAndChangesNothing) {
   EXPECT_EQ(hinted(&stays_best), r.class_a) << "still 'best' after the bad calls";
   EXPECT_EQ(hinted(&stays_default), r.class_a) << "still the default (auto: near the neighbour)";
 }
+
+TEST(CApiPolicy, StatsCountPoliciesAndTheAllocationsTheyServed) {
+  static int with_policy, without_policy;
+  const Stats s0 = stats();
+  __defero_container_policy(&with_policy, "first", 0);
+  __defero_container_policy(&with_policy, "best", 12); // the same container again
+  const Stats s1 = stats();
+  EXPECT_EQ(num(s1, "container_policies"), num(s0, "container_policies") + 1);
+  EXPECT_EQ(num(s1, "policy_allocs"), num(s0, "policy_allocs"));
+
+  __defero_hint_container(&with_policy);
+  void *a = defero_malloc(kNode);
+  __defero_hint_container(&without_policy);
+  void *b = defero_malloc(kNode);
+  const Stats s2 = stats();
+  EXPECT_EQ(num(s2, "policy_allocs"), num(s1, "policy_allocs") + 1)
+      << "only the container with a policy of its own counts";
+  EXPECT_EQ(num(s2, "hinted_allocs"), num(s1, "hinted_allocs") + 2);
+  defero_free(a);
+  defero_free(b);
+}
