@@ -149,8 +149,12 @@ FunctionCallee hintFunction(Module &M, StringRef Name, ArrayRef<Type *> Params) 
   LLVMContext &C = M.getContext();
   FunctionCallee FC = M.getOrInsertFunction(
       Name, FunctionType::get(Type::getVoidTy(C), Params, false));
-  if (auto *F = dyn_cast<Function>(FC.getCallee()); F && F->isDeclaration())
+  if (auto *F = dyn_cast<Function>(FC.getCallee()); F && F->isDeclaration()) {
     F->setLinkage(GlobalValue::ExternalWeakLinkage);
+    // The runtime's hint entries never throw (defero.h): inlined into a
+    // try region they stay calls, not invokes.
+    F->setDoesNotThrow();
+  }
   return FC;
 }
 

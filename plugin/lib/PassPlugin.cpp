@@ -4,9 +4,11 @@
 // DESCRIPTION
 //   DeferoPlugin.so is what users name, three ways:
 //   1. `opt -load-pass-plugin=DeferoPlugin.so -passes=defero-hints`
-//      (llvmGetPassPluginInfo registers the pass by name);
-//   2. `clang -fpass-plugin=DeferoPlugin.so`: the pass runs at the start of
-//      every pipeline (before inlining, at -O0 too);
+//      (llvmGetPassPluginInfo registers the passes by name: defero-hints,
+//      and the late defero-fuse);
+//   2. `clang -fpass-plugin=DeferoPlugin.so`: defero-hints runs at the
+//      start of every pipeline (before inlining, at -O0 too), defero-fuse
+//      at its end (-O1 and up);
 //   3. `clang -fplugin=DeferoPlugin.so`: loaded into clang, this library
 //      loads its companion DeferoClangPlugin.so (beside it), the Clang
 //      plugin "defero", which adds DeferoPlugin.so to the code generator's
@@ -20,6 +22,7 @@
 // USAGE
 //   clang++ -fplugin=build/lib/DeferoPlugin.so prog.cpp
 //===----------------------------------------------------------------------===//
+#include "DeferoFuse.h"
 #include "DeferoHints.h"
 
 #include "llvm/Passes/PassBuilder.h"
@@ -38,14 +41,25 @@ static void registerPasses(PassBuilder &PB) {
   PB.registerPipelineParsingCallback(
       [](StringRef Name, ModulePassManager &MPM,
          ArrayRef<PassBuilder::PipelineElement>) {
-        if (Name != "defero-hints")
-          return false;
-        MPM.addPass(defero::DeferoHintsPass());
-        return true;
+        if (Name == "defero-hints") {
+          MPM.addPass(defero::DeferoHintsPass());
+          return true;
+        }
+        if (Name == "defero-fuse") {
+          MPM.addPass(defero::DeferoFusePass());
+          return true;
+        }
+        return false;
       });
   PB.registerPipelineStartEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel) {
         MPM.addPass(defero::DeferoHintsPass());
+      });
+  // The late part: after inlining has put hints next to operator new.
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel Level) {
+        if (Level != OptimizationLevel::O0)
+          MPM.addPass(defero::DeferoFusePass());
       });
 }
 

@@ -45,20 +45,20 @@ DEFERO_API int defero_stats_json(FILE *out);
 
 /** List-like containers: the next allocation on this thread is a node to be
  *  linked next to `neighbor`. */
-__attribute__((weak)) DEFERO_API void __defero_hint_neighbor(const void *container,
+__attribute__((weak, nothrow)) DEFERO_API void __defero_hint_neighbor(const void *container,
                                                   const void *neighbor);
 /** Red-black trees: the next node is attached under `parent` on the left if
  *  insert_left != 0 (libstdc++ node layout; the runtime walks the parent
  *  chain for the path bits). */
-__attribute__((weak)) DEFERO_API void __defero_hint_tree(const void *container,
+__attribute__((weak, nothrow)) DEFERO_API void __defero_hint_tree(const void *container,
                                               const void *parent,
                                               int insert_left);
 /** The next node belongs to `container`; its position is not known yet. */
-__attribute__((weak)) DEFERO_API void __defero_hint_container(const void *container);
+__attribute__((weak, nothrow)) DEFERO_API void __defero_hint_container(const void *container);
 /** From now on `container`'s nodes use `predicate` ("first", "best",
  *  "match", "path", "auto") and precision k (0 = the process default).
  *  A bad name or k is reported on stderr and ignored for that container. */
-__attribute__((weak)) DEFERO_API void __defero_container_policy(const void *container,
+__attribute__((weak, nothrow)) DEFERO_API void __defero_container_policy(const void *container,
                                                      const char *predicate,
                                                      int k);
 /** Fused hint + operator new, emitted by the late pass: like

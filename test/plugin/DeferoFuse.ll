@@ -1,0 +1,132 @@
+; The late part, defero-fuse: a guarded one-shot hint followed (after
+; inlining) by the node's operator new becomes one call of
+; __defero_new_hinted through a select that falls back to plain operator
+; new without the runtime. Anything that writes memory, may throw or calls
+; between the two keeps the hint unfused.
+; RUN: %opt -load-pass-plugin=%shlibdir/DeferoPlugin%shlibext -passes=defero-fuse -S %s -o - | FileCheck %s
+; The output is valid IR.
+; RUN: %opt -load-pass-plugin=%shlibdir/DeferoPlugin%shlibext -passes='defero-fuse' -S %s -o - | %opt -passes=verify -disable-output
+
+declare extern_weak void @__defero_hint_neighbor(ptr, ptr)
+declare extern_weak void @__defero_hint_tree(ptr, ptr, i32)
+declare extern_weak void @__defero_hint_container(ptr)
+declare ptr @_Znwm(i64)
+declare void @_ZdlPv(ptr)
+declare void @other()
+declare i32 @__gxx_personality_v0(...)
+
+; The hint's argument was computed on the hint's own path: it and the kind
+; are merged into the join block (kind 0 where no hint was sent).
+; CHECK-LABEL: define ptr @sunk_argument(ptr %list)
+; CHECK: join:
+; CHECK-NEXT: [[W:%.*]] = phi ptr [ %tail, %hint ], [ null, %entry ]
+; CHECK-NEXT: [[K:%.*]] = phi i32 [ 1, %hint ], [ 0, %entry ]
+; CHECK-NEXT: [[HAS:%.*]] = icmp ne ptr @__defero_new_hinted, null
+; CHECK-NEXT: [[FN:%.*]] = select i1 [[HAS]], ptr @__defero_new_hinted, ptr @defero.new.fallback
+; CHECK-NEXT: %node = call noalias nonnull dereferenceable(24) ptr [[FN]](i64 24, i32 [[K]], ptr %list, ptr [[W]], i32 0)
+; CHECK-NOT: @_Znwm
+; CHECK-NOT: @__defero_hint_neighbor(
+; CHECK: ret ptr %node
+define ptr @sunk_argument(ptr %list) {
+entry:
+  %absent = icmp eq ptr @__defero_hint_neighbor, null
+  br i1 %absent, label %join, label %hint
+hint:
+  %p = getelementptr inbounds i8, ptr %list, i64 8
+  %tail = load ptr, ptr %p
+  call void @__defero_hint_neighbor(ptr %list, ptr %tail)
+  br label %join
+join:
+  %node = call noalias nonnull dereferenceable(24) ptr @_Znwm(i64 24)
+  ret ptr %node
+}
+
+; Every argument is available: no merging, and the empty guard goes away.
+; CHECK-LABEL: define ptr @tree(ptr %t, ptr %parent, i32 %left)
+; CHECK-NEXT: entry:
+; CHECK-NEXT: [[HAS:%.*]] = icmp ne ptr @__defero_new_hinted, null
+; CHECK-NEXT: [[FN:%.*]] = select i1 [[HAS]], ptr @__defero_new_hinted, ptr @defero.new.fallback
+; CHECK-NEXT: %node = tail call ptr [[FN]](i64 40, i32 2, ptr %t, ptr %parent, i32 %left)
+; CHECK-NEXT: ret ptr %node
+define ptr @tree(ptr %t, ptr %parent, i32 %left) {
+entry:
+  %absent = icmp eq ptr @__defero_hint_tree, null
+  br i1 %absent, label %join, label %hint
+hint:
+  call void @__defero_hint_tree(ptr %t, ptr %parent, i32 %left)
+  br label %join
+join:
+  %node = tail call ptr @_Znwm(i64 40)
+  ret ptr %node
+}
+
+; An invoke stays an invoke, with the same destinations; loads and
+; arithmetic in between are harmless.
+; CHECK-LABEL: define ptr @container_invoke(ptr %c, i64 %n)
+; CHECK: %size = shl i64 %n, 4
+; CHECK: %node = invoke ptr %{{.*}}(i64 %size, i32 3, ptr %c, ptr null, i32 0)
+; CHECK-NEXT: to label %ok unwind label %lp
+define ptr @container_invoke(ptr %c, i64 %n) personality ptr @__gxx_personality_v0 {
+entry:
+  call void @__defero_hint_container(ptr %c)
+  %v = load i64, ptr %c
+  %size = shl i64 %n, 4
+  %node = invoke ptr @_Znwm(i64 %size)
+          to label %ok unwind label %lp
+ok:
+  ret ptr %node
+lp:
+  %e = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %e
+}
+
+; A store between the hint and operator new: not fused.
+; CHECK-LABEL: define ptr @store_between(ptr %list, ptr %w, ptr %out)
+; CHECK: call void @__defero_hint_neighbor(ptr %list, ptr %w)
+; CHECK: call ptr @_Znwm(i64 24)
+define ptr @store_between(ptr %list, ptr %w, ptr %out) {
+  call void @__defero_hint_neighbor(ptr %list, ptr %w)
+  store i32 1, ptr %out
+  %node = call ptr @_Znwm(i64 24)
+  ret ptr %node
+}
+
+; A call between them (it could allocate and take the hint): not fused.
+; CHECK-LABEL: define ptr @call_between(ptr %list, ptr %w)
+; CHECK: call void @__defero_hint_neighbor(ptr %list, ptr %w)
+; CHECK: call ptr @_Znwm(i64 24)
+define ptr @call_between(ptr %list, ptr %w) {
+  call void @__defero_hint_neighbor(ptr %list, ptr %w)
+  call void @other()
+  %node = call ptr @_Znwm(i64 24)
+  ret ptr %node
+}
+
+; A conditional branch between them: not fused.
+; CHECK-LABEL: define ptr @branch_between(ptr %list, ptr %w, i1 %c)
+; CHECK: call void @__defero_hint_neighbor(ptr %list, ptr %w)
+; CHECK: call ptr @_Znwm(i64 24)
+define ptr @branch_between(ptr %list, ptr %w, i1 %c) {
+  call void @__defero_hint_neighbor(ptr %list, ptr %w)
+  br i1 %c, label %a, label %b
+a:
+  %node = call ptr @_Znwm(i64 24)
+  ret ptr %node
+b:
+  ret ptr null
+}
+
+; No operator new after the hint (the node came from elsewhere): unchanged.
+; CHECK-LABEL: define void @no_new(ptr %list, ptr %w)
+; CHECK: call void @__defero_hint_neighbor(ptr %list, ptr %w)
+define void @no_new(ptr %list, ptr %w) {
+  call void @__defero_hint_neighbor(ptr %list, ptr %w)
+  ret void
+}
+
+; The runtime's entry is weak; the fallback is plain operator new.
+; CHECK: declare extern_weak ptr @__defero_new_hinted(i64, i32, ptr, ptr, i32)
+; CHECK-LABEL: define internal ptr @defero.new.fallback(i64 %0, i32 %1, ptr %2, ptr %3, i32 %4)
+; CHECK-NEXT: entry:
+; CHECK-NEXT: %5 = call ptr @_Znwm(i64 %0)
+; CHECK-NEXT: ret ptr %5
