@@ -95,7 +95,7 @@ StringRef lastTemplateArg(StringRef Ctx) {
 /// Which container a function belongs to, if it is one we instrument: a
 /// libstdc++ container whose allocator is the standard one (a custom
 /// allocator may not allocate through malloc at all).
-enum class Kind { None, List, ForwardList, TreeInsert, TreeEmplace, HashNode };
+enum class Kind { None, List, ForwardList, ForwardListInit, TreeInsert, TreeEmplace, HashNode };
 
 Kind containerOf(const CxxName &N) {
   StringRef Ctx(N.Context);
@@ -106,6 +106,13 @@ Kind containerOf(const CxxName &N) {
     return Kind::List;
   if (Ctx.starts_with("std::_Fwd_list_base<") && N.Base == "_M_insert_after")
     return Kind::ForwardList;
+  // forward_list's constructors - and through a temporary list,
+  // insert_after(pos, n, v), insert_after(pos, first, last) and assign -
+  // link each new node after the previous one in a loop of their own.
+  if (Ctx.starts_with("std::forward_list<") &&
+      (N.Base == "_M_fill_initialize" || N.Base == "_M_range_initialize" ||
+       N.Base == "_M_default_initialize"))
+    return Kind::ForwardListInit;
   // Every node of the unordered containers is allocated by their
   // allocator base, _Hashtable_alloc::_M_allocate_node, whatever the
   // operation (insert, emplace, operator[], try_emplace; a reusing
@@ -194,6 +201,42 @@ void emitNeighbourHint(Module &M, CallBase &MakeNode, Kind K) {
   emitGuardedCall(hintNeighbor(M), {This, Neighbour}, &MakeNode);
 }
 
+/// The node is made before its position is known: the container hint.
+void emitContainerHint(Module &M, CallBase &MakeNode) {
+  auto *Ptr = PointerType::getUnqual(M.getContext());
+  emitGuardedCall(hintFunction(M, "__defero_hint_container", {Ptr}),
+                  {MakeNode.getFunction()->getArg(0)}, &MakeNode);
+}
+
+/// forward_list's initialising loops: `__to->_M_next = _M_create_node(..)`.
+/// The neighbour is the node in `__to`, a local variable (the pass runs
+/// before SROA): the store of the new node goes through a load of it. That
+/// variable is read again right before the node is made. If the code has
+/// another shape, the node gets a container hint (the runtime then places
+/// it next to the container's previous node, which is the same node here).
+void emitForwardListInitHint(Module &M, CallBase &MakeNode) {
+  AllocaInst *Tail = nullptr;
+  for (User *U : MakeNode.users()) {
+    auto *St = dyn_cast<StoreInst>(U);
+    if (!St || St->getValueOperand() != &MakeNode)
+      continue;
+    const DataLayout &DL = M.getDataLayout();
+    APInt Offset(DL.getIndexTypeSizeInBits(St->getPointerOperandType()), 0);
+    Value *Base = St->getPointerOperand()->stripAndAccumulateInBoundsConstantOffsets(DL, Offset);
+    if (auto *L = dyn_cast<LoadInst>(Base); L && Offset.isZero())
+      Tail = dyn_cast<AllocaInst>(L->getPointerOperand());
+  }
+  if (!Tail || !Tail->getAllocatedType()->isPointerTy()) {
+    emitContainerHint(M, MakeNode);
+    return;
+  }
+  IRBuilder<> B(&MakeNode);
+  auto *Ptr = PointerType::getUnqual(M.getContext());
+  Value *Neighbour = B.CreateLoad(Ptr, Tail, "defero.previous");
+  emitGuardedCall(hintNeighbor(M), {MakeNode.getFunction()->getArg(0), Neighbour},
+                  &MakeNode);
+}
+
 /// The variable holding `__insert_left` in _M_insert_ / _M_insert_lower:
 /// the alloca whose value the call of _Rb_tree_insert_and_rebalance takes
 /// as its first argument. The pass runs before SROA, so clang's locals are
@@ -239,16 +282,10 @@ bool emitTreeHint(Module &M, CallBase &MakeNode, const CxxName &N) {
   return true;
 }
 
-/// The node is made before its position is known: the container hint.
-void emitContainerHint(Module &M, CallBase &MakeNode) {
-  auto *Ptr = PointerType::getUnqual(M.getContext());
-  emitGuardedCall(hintFunction(M, "__defero_hint_container", {Ptr}),
-                  {MakeNode.getFunction()->getArg(0)}, &MakeNode);
-}
 
 bool instrument(Function &F, Kind K, const CxxName &N) {
   const unsigned NeedArgs =
-      K == Kind::TreeEmplace || K == Kind::HashNode ? 1 : 2;
+      K == Kind::TreeEmplace || K == Kind::HashNode || K == Kind::ForwardListInit ? 1 : 2;
   if (F.isDeclaration() || F.arg_size() < NeedArgs)
     return false;
   for (unsigned I = 0; I < NeedArgs; ++I)
@@ -275,6 +312,10 @@ bool instrument(Function &F, Kind K, const CxxName &N) {
     case Kind::List:
     case Kind::ForwardList:
       emitNeighbourHint(M, *CB, K);
+      Changed = true;
+      break;
+    case Kind::ForwardListInit:
+      emitForwardListInitHint(M, *CB);
       Changed = true;
       break;
     case Kind::TreeInsert:
@@ -307,6 +348,7 @@ const char *hintName(Kind K) {
   switch (K) {
   case Kind::List:
   case Kind::ForwardList:
+  case Kind::ForwardListInit:
     return "neighbor";
   case Kind::TreeInsert:
     return "tree";
