@@ -589,8 +589,14 @@ unsigned lowerPolicyAnnotations(Module &M) {
 }
 
 PreservedAnalyses DeferoHintsPass::run(Module &M, ModuleAnalysisManager &) {
-  const unsigned Changed = lowerPolicyAnnotations(M) + insertContainerHints(M);
-  return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  // Once per module: opt runs it by name and again from the pipeline-start
+  // callback when `default<O2>` is in the same pipeline.
+  if (M.getNamedMetadata("defero.hints"))
+    return PreservedAnalyses::all();
+  M.getOrInsertNamedMetadata("defero.hints");
+  lowerPolicyAnnotations(M);
+  insertContainerHints(M);
+  return PreservedAnalyses::none();
 }
 
 } // namespace defero

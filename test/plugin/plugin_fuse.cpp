@@ -3,6 +3,13 @@
 // left), the runtime sees the same hints as the unfused -O0 build, and the
 // program prints the same with and without the runtime.
 // RUN: %clangxx -std=c++17 -O2 -fplugin=%shlibdir/DeferoPlugin%shlibext -S -emit-llvm %s -o - | FileCheck %s --check-prefix=IR --implicit-check-not='call void @__defero_hint_' --implicit-check-not='invoke void @__defero_hint_'
+// The same in a custom opt pipeline; the pass plugin's own pipeline-start
+// callback must not hint the module a second time.
+// RUN: %clangxx -std=c++17 -O2 -Xclang -disable-llvm-passes -S -emit-llvm %s -o %t.raw.ll
+// RUN: %opt -load-pass-plugin=%shlibdir/DeferoPlugin%shlibext -passes='defero-hints,default<O2>,defero-fuse' %t.raw.ll -S -o - | FileCheck %s --check-prefix=IR --implicit-check-not='call void @__defero_hint_' --implicit-check-not='invoke void @__defero_hint_'
+// RUN: %opt -load-pass-plugin=%shlibdir/DeferoPlugin%shlibext -passes='defero-hints,defero-hints' %t.raw.ll -S -o - | FileCheck %s --check-prefix=ONCE
+// ONCE-COUNT-6: call void @__defero_hint_
+// ONCE-NOT: call void @__defero_hint_
 // RUN: %clangxx -std=c++17 -O2 -fplugin=%shlibdir/DeferoPlugin%shlibext -Rpass=defero -c -o /dev/null %s 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: %clangxx -std=c++17 -O0 -fplugin=%shlibdir/DeferoPlugin%shlibext %s -o %t.O0
 // RUN: %clangxx -std=c++17 -O3 -fplugin=%shlibdir/DeferoPlugin%shlibext %s -o %t.O3
