@@ -87,7 +87,11 @@ std::int64_t eval(const Poly &p, std::int64_t x) {  // Horner over the sparse te
 
 Poly random_poly(Rng &r, int terms, int max_exp) {
   Poly p;
-  for (int i = 0; i < terms; ++i) add_term(p, 1 + r.below(1000), static_cast<int>(r.below(static_cast<std::uint32_t>(max_exp))));
+  for (int i = 0; i < terms; ++i) {
+    // Two statements: the order of the draws must not depend on the compiler.
+    const std::uint32_t coef = 1 + r.below(1000);
+    add_term(p, coef, static_cast<int>(r.below(static_cast<std::uint32_t>(max_exp))));
+  }
   return p;
 }
 

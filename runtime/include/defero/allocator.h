@@ -65,6 +65,9 @@ public:
   using is_always_equal = std::true_type;
   using partition_type = Partition;
   using predicate_type = Pred;
+  /// The patched libstdc++ of stl-patch/ passes node hints to allocators
+  /// that declare this, through allocate(n, hint).
+  using defero_hint_tag = void;
 
   template <class U> struct rebind {
     using other = allocator<U, Partition, Pred>;
