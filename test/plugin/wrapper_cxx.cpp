@@ -7,6 +7,13 @@
 // RUN: FileCheck %s --check-prefix=STATS < %t.stats
 // RUN: %defero_cxx -std=c++17 -c %s -o %t.o && %clangxx %t.o -o %t.nolib && %t.nolib | FileCheck %s --check-prefix=OUT
 // RUN: %defero_cxx --help | FileCheck %s --check-prefix=HELP
+// --stl-patch: the patched include path instead of the plugin, same hints.
+// RUN: %defero_cxx --stl-patch -std=c++17 -O2 %s -o %t.sp
+// RUN: env DEFERO_STATS_FILE=%t.sp.stats %t.sp | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=STATS < %t.sp.stats
+// RUN: %defero_cxx --stl-patch -std=c++17 -### -c %s 2>&1 | FileCheck %s --check-prefix=STLARGS
+// RUN: sed 's|^stlpatch=.*|stlpatch="/nonexistent/include"|' %defero_cxx > %t.nostl.sh
+// RUN: not bash %t.nostl.sh --stl-patch -c %s -o %t.o 2>&1 | FileCheck %s --check-prefix=NOSTL
 // RUN: sed 's|^plugin=.*|plugin="/nonexistent/DeferoPlugin.so"|' %defero_cxx > %t.noplugin.sh
 // RUN: not bash %t.noplugin.sh -c %s -o %t.o 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
 // RUN: sed 's|^compiler=.*|compiler="clang++-nonexistent"|' %defero_cxx > %t.nocompiler.sh
@@ -16,6 +23,11 @@
 // HELP: usage: defero-c++
 // HELP: -fplugin={{.*}}DeferoPlugin.so
 // HELP: -ldefero
+// HELP: --stl-patch
+// HELP: -isystem {{.*}}stl-patch/include
+// STLARGS: "-isystem" "{{.*}}stl-patch/include" "-internal-isystem" "{{.*}}/include/c++/12"
+// STLARGS-NOT: fplugin
+// NOSTL: defero-c++: the patched libstdc++ include path is missing at /nonexistent/include
 // NOPLUGIN: defero-c++: the Defero plugin is missing at /nonexistent/DeferoPlugin.so
 // NOCOMPILER: defero-c++: clang++-nonexistent not found
 #include <cstdio>
