@@ -2,6 +2,10 @@
 // RUN: %defero_cc -O2 %s -o %t
 // RUN: env DEFERO_STATS_FILE=%t.stats %t | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=STATS < %t.stats
+// --stl-patch is accepted the same way (C has no containers to hint).
+// RUN: %defero_cc --stl-patch -O2 %s -o %t.sp
+// RUN: env DEFERO_STATS_FILE=%t.sp.stats %t.sp | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=STATS < %t.sp.stats
 // OUT: 4950
 // STATS: "allocs": {{[1-9][0-9]*}},
 #include <stdio.h>
