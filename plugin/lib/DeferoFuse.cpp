@@ -170,8 +170,10 @@ bool fuse(CallBase &Hint, int Kind, OptimizationRemarkEmitter &ORE) {
         Need = true;
     if (Need) {
       auto MergeIn = [&](Value *V, Value *Else) -> Value * {
-        PHINode *Phi = PHINode::Create(V->getType(), 2, "defero.fuse");
-        Phi->insertBefore(&Join->front());
+        // At the block's start by iterator, so that debug records stay on
+        // the first real instruction (a PHI must carry none).
+        PHINode *Phi =
+            PHINode::Create(V->getType(), 2, "defero.fuse", Join->begin());
         for (BasicBlock *Pred : predecessors(Join))
           Phi->addIncoming(Pred == HintBlock ? V : Else, Pred);
         return Phi;

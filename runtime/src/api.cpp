@@ -1,7 +1,10 @@
 // api.cpp - the C API of <defero/defero.h>, the hint ABI, and the library's
 // load/unload hooks (fork handlers, statistics at exit).
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
 #include <new>
 #include <pthread.h>
 
@@ -49,8 +52,46 @@ void __defero_container_policy(const void *container, const char *predicate,
   processHeap().containerPolicy(container, predicate, k);
 }
 
+} // extern "C"
+
+namespace {
+
+using OperatorNew = void *(*)(std::size_t);
+
+/// The program's own `operator new(size_t)`, if it replaced it; null when
+/// the process's is this library's (libdefero.so) or the C++ library's
+/// default (the runtime linked statically, without its overrides: tests).
+OperatorNew replacedOperatorNew() {
+  static std::atomic<int> state{0}; // 0: not looked up, 1: ours, 2: replaced
+  static std::atomic<OperatorNew> replaced{nullptr};
+  int s = state.load(std::memory_order_acquire);
+  if (s == 0) {
+    void *sym = dlsym(RTLD_DEFAULT, "_Znwm");
+    Dl_info theirs{}, ours{};
+    const bool known = dladdr(sym, &theirs) != 0;
+    const bool same =
+        !sym || !known ||
+        (dladdr(reinterpret_cast<void *>(&__defero_new_hinted), &ours) &&
+         theirs.dli_fbase == ours.dli_fbase) ||
+        (theirs.dli_fname && std::strstr(theirs.dli_fname, "/libstdc++.so"));
+    replaced.store(same ? nullptr : reinterpret_cast<OperatorNew>(sym),
+                   std::memory_order_relaxed);
+    s = same ? 1 : 2;
+    state.store(s, std::memory_order_release);
+  }
+  return s == 2 ? replaced.load(std::memory_order_relaxed) : nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
+  // A program with its own operator new gets exactly what an unfused hint
+  // gives it: the one-shot hint, then its operator new (its operator
+  // delete will free the node).
+  const OperatorNew theirs = replacedOperatorNew();
   auto &h = processHeap();
   switch (kind) {
   case 1:
@@ -65,6 +106,8 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
   default:
     break; // unknown kind: an unhinted allocation, never a failure
   }
+  if (theirs)
+    return theirs(size);
   for (;;) {
     if (void *p = h.malloc(size))
       return p;

@@ -3,6 +3,9 @@
 // left), the runtime sees the same hints as the unfused -O0 build, and the
 // program prints the same with and without the runtime.
 // RUN: %clangxx -std=c++17 -O2 -fplugin=%shlibdir/DeferoPlugin%shlibext -S -emit-llvm %s -o - | FileCheck %s --check-prefix=IR --implicit-check-not='call void @__defero_hint_' --implicit-check-not='invoke void @__defero_hint_'
+// With debug information the fused IR is still valid (PHIs carry no debug
+// records).
+// RUN: %clangxx -std=c++17 -O2 -g -fplugin=%shlibdir/DeferoPlugin%shlibext -S -emit-llvm %s -o - | %opt -passes=verify -disable-output
 // The same in a custom opt pipeline; the pass plugin's own pipeline-start
 // callback must not hint the module a second time.
 // RUN: %clangxx -std=c++17 -O2 -Xclang -disable-llvm-passes -S -emit-llvm %s -o %t.raw.ll
