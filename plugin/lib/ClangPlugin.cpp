@@ -26,6 +26,7 @@
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/Expr.h"
+#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/ParsedAttrInfo.h"
 #include "clang/Frontend/CompilerInstance.h"
@@ -42,6 +43,8 @@
 namespace {
 
 std::string PassPluginPath; // set by defero_clang_plugin_init
+
+std::unique_ptr<clang::ASTConsumer> makePolicyTypeCheck();
 
 class DeferoAction : public clang::PluginASTAction {
   bool Disabled = false;
@@ -62,7 +65,7 @@ protected:
         Plugins.push_back(PassPluginPath); // not twice with -fpass-plugin
       }
     }
-    return std::make_unique<clang::ASTConsumer>();
+    return makePolicyTypeCheck();
   }
 
   bool ParseArgs(const clang::CompilerInstance &CI,
@@ -125,10 +128,27 @@ bool isStdAllocator(clang::QualType A) {
   return RD && RD->isInStdNamespace() && RD->getName() == "allocator";
 }
 
+/// Why T is not a type [[defero::policy]] applies to; empty if it is.
+std::string containerProblem(const clang::DeclaratorDecl *VD, clang::QualType T,
+                             const clang::PrintingPolicy &Print) {
+  clang::QualType Allocator;
+  if (!isNodeContainer(T, Allocator))
+    return "defero::policy applies to node-based containers (std::list, "
+           "forward_list, map, set, multimap, multiset, unordered_*); '" +
+           VD->getNameAsString() + "' has type '" + T.getAsString(Print) + "'";
+  if (!Allocator.isNull() && !isStdAllocator(Allocator))
+    return "defero::policy needs a container with std::allocator (its nodes "
+           "carry the hints); '" + VD->getNameAsString() + "' uses '" +
+           Allocator.getAsString(Print) + "'";
+  return {};
+}
+
 struct PolicyAttrInfo : public clang::ParsedAttrInfo {
   PolicyAttrInfo() {
-    NumArgs = 1; // the predicate
-    OptArgs = 1; // K
+    // The predicate and an optional K; counted in handleDeclAttribute, so
+    // that an unrelated [[policy]] (see Spellings) is never an error.
+    NumArgs = 0;
+    OptArgs = 15;
     // Clang 19 asks plugins whether they know a C++11 attribute by its
     // name without the scope before it parses the arguments, so the
     // unscoped name is listed too; diagAppertainsToDecl refuses it with a warning.
@@ -158,6 +178,15 @@ struct PolicyAttrInfo : public clang::ParsedAttrInfo {
     return true;
   }
 
+  bool diagAppertainsToStmt(clang::Sema &S, const clang::ParsedAttr &Attr,
+                            const clang::Stmt *) const override {
+    if (!unscoped(S, Attr))
+      error(S, Attr.getLoc(),
+            "defero::policy applies to a variable or a field of a node-based "
+            "container type, not to a statement");
+    return false;
+  }
+
   bool diagAppertainsToDecl(clang::Sema &S, const clang::ParsedAttr &Attr,
                             const clang::Decl *D) const override {
     if (unscoped(S, Attr))
@@ -179,21 +208,29 @@ struct PolicyAttrInfo : public clang::ParsedAttrInfo {
     const auto *VD = llvm::cast<clang::DeclaratorDecl>(D);
     clang::PrintingPolicy Print(Ctx.getLangOpts());
     Print.SuppressTagKeyword = true;
-    clang::QualType Allocator;
-    if (!isNodeContainer(VD->getType(), Allocator)) {
+    if (Attr.getNumArgs() == 0 || Attr.getNumArgs() > 2) {
       error(S, Attr.getLoc(),
-            "defero::policy applies to node-based containers (std::list, "
-            "forward_list, map, set, multimap, multiset, unordered_*); '" +
-                VD->getNameAsString() + "' has type '" +
-                VD->getType().getAsString(Print) + "'");
+            "defero::policy takes a predicate and an optional K, e.g. "
+            "[[defero::policy(\"best\")]] or [[defero::policy(\"path\", 16)]]");
       return AttributeNotApplied;
     }
-    if (!Allocator.isNull() && !isStdAllocator(Allocator)) {
+    if (const auto *Var = llvm::dyn_cast<clang::VarDecl>(VD);
+        Var && Var->getTLSKind() != clang::VarDecl::TLS_None) {
       error(S, Attr.getLoc(),
-            "defero::policy needs a container with std::allocator (its nodes "
-            "carry the hints); '" + VD->getNameAsString() + "' uses '" +
-                Allocator.getAsString(Print) + "'");
+            "defero::policy does not apply to a thread_local variable ('" +
+                VD->getNameAsString() + "': one container per thread)");
       return AttributeNotApplied;
+    }
+    clang::QualType Allocator;
+    // `auto x = ...`, `std::list x{...}`: the type is known only once the
+    // initialiser is seen; PolicyTypeCheck checks it at the end.
+    const bool Deduced = VD->getType()->getContainedDeducedType() != nullptr;
+    if (!Deduced) {
+      if (std::string Problem = containerProblem(VD, VD->getType(), Print);
+          !Problem.empty()) {
+        error(S, Attr.getLoc(), Problem);
+        return AttributeNotApplied;
+      }
     }
     // The predicate: a string literal naming one.
     clang::Expr *PredE = Attr.getArgAsExpr(0);
@@ -246,6 +283,45 @@ struct PolicyAttrInfo : public clang::ParsedAttrInfo {
     return AttributeApplied;
   }
 };
+
+/// Variables declared with `auto` or class template argument deduction get
+/// their type from the initialiser, after the attribute was read: their
+/// type is checked here, at the end of the translation unit.
+class PolicyTypeCheck : public clang::ASTConsumer,
+                        public clang::RecursiveASTVisitor<PolicyTypeCheck> {
+  clang::DiagnosticsEngine *Diags = nullptr;
+  const clang::PrintingPolicy *Print = nullptr;
+
+public:
+  void HandleTranslationUnit(clang::ASTContext &Ctx) override {
+    clang::PrintingPolicy P(Ctx.getLangOpts());
+    P.SuppressTagKeyword = true;
+    Diags = &Ctx.getDiagnostics();
+    Print = &P;
+    TraverseDecl(Ctx.getTranslationUnitDecl());
+  }
+
+  bool VisitVarDecl(clang::VarDecl *VD) {
+    const clang::TypeSourceInfo *Written = VD->getTypeSourceInfo();
+    if (!Written || !Written->getType()->getContainedDeducedType() ||
+        VD->getType()->isUndeducedType() || VD->getType()->isDependentType())
+      return true;
+    for (const auto *A : VD->specific_attrs<clang::AnnotateAttr>()) {
+      if (A->getAnnotation() != "defero.policy")
+        continue;
+      if (std::string Problem = containerProblem(VD, VD->getType(), *Print);
+          !Problem.empty())
+        Diags->Report(A->getLocation(),
+                      Diags->getCustomDiagID(clang::DiagnosticsEngine::Error, "%0"))
+            << Problem;
+    }
+    return true;
+  }
+};
+
+std::unique_ptr<clang::ASTConsumer> makePolicyTypeCheck() {
+  return std::make_unique<PolicyTypeCheck>();
+}
 
 } // namespace
 

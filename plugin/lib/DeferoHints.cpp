@@ -537,12 +537,17 @@ unsigned lowerPolicyAnnotations(Module &M) {
       if (!policyOf(CB->getArgOperand(1), CB->getArgOperand(4), Pred, K))
         continue;
       if (ID == Intrinsic::ptr_annotation) {
+        // The field is made by a constructor called on it, or by a call
+        // that returns the container into it (sret: `= make()`, aggregate
+        // initialisation).
         Instruction *Ctor = nullptr;
         for (User *U : CB->users())
-          if (auto *Use = dyn_cast<CallBase>(U);
-              Use && Use->arg_size() > 0 && Use->getArgOperand(0) == CB &&
-              isConstructor(Use->getCalledFunction()))
-            Ctor = Use;
+          if (auto *Use = dyn_cast<CallBase>(U))
+            for (unsigned A = 0; A < Use->arg_size() && !Ctor; ++A)
+              if (Use->getArgOperand(A) == CB &&
+                  ((A == 0 && isConstructor(Use->getCalledFunction())) ||
+                   Use->paramHasAttr(A, Attribute::StructRet)))
+                Ctor = Use;
         if (!Ctor)
           continue;
         emitPolicyCall(M, CB, Pred, K, Ctor);
