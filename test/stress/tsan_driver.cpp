@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <random>
 #include <thread>
 #include <vector>
@@ -65,12 +66,20 @@ void work(unsigned seed, int iters, int start_together) {
       __defero_hint_container(c);
       p = defero_malloc(n);
       break;
-    default:
+    default: {
       if (r() % 8 == 0)
         __defero_container_policy(c, preds[r() % 4], static_cast<int>(r() % 33));
-      p = __defero_new_hinted(n, 1 + static_cast<int>(r() % 3), c, hint,
-                              static_cast<int>(r() % 2));
+      // The fused entry. This process's operator new is ThreadSanitizer's
+      // (the runtime is linked here without its overrides), so the entry
+      // sends the one-shot hint and calls it, as it does for any program
+      // with its own operator new: the block goes back by operator delete.
+      void *o = __defero_new_hinted(n, 1 + static_cast<int>(r() % 3), c, hint,
+                                    static_cast<int>(r() % 2));
+      std::memset(o, 1, n < 64 ? n : 64);
+      ::operator delete(o);
+      p = defero_malloc(n); // takes the hint left pending
       break;
+    }
     }
     std::memset(p, 1, n < 64 ? n : 64);
     (void)defero_usable_size(p);
