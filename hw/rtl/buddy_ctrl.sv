@@ -91,12 +91,12 @@ module buddy_ctrl #(
 
   // --- RAM requests --------------------------------------------------------------
   function automatic logic [31:0] tag_word(input logic [7:0] flags, input logic [5:0] level);
-    return {24'd0, flags | {2'b00, level}};
+    tag_word = {24'd0, flags | {2'b00, level}};
   endfunction
 
   function automatic logic [AddrBits-1:0] word(input logic [UnitBits-1:0] unit,
                                                input logic [1:0] field);
-    return {unit, field};
+    word = {unit, field};
   endfunction
 
   logic [UnitBits-1:0] head_unit_j, head_unit_k, lower;
