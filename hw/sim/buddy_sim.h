@@ -7,6 +7,10 @@
 #include <memory>
 
 #include <verilated.h>
+#ifdef DEFERO_HW_TRACE
+#include <cstdlib>
+#include <verilated_vcd_c.h>
+#endif
 
 namespace defero::hw {
 
@@ -23,6 +27,16 @@ struct OpResult {
 template <class Model> class BuddySim {
 public:
   BuddySim() : ctx_(std::make_unique<VerilatedContext>()), m_(std::make_unique<Model>(ctx_.get())) {
+#ifdef DEFERO_HW_TRACE
+    // A build with -DDEFERO_HW_TRACE=ON records every cycle to the file
+    // DEFERO_HW_VCD names (one model at a time).
+    if (const char *path = std::getenv("DEFERO_HW_VCD")) {
+      ctx_->traceEverOn(true);
+      vcd_ = std::make_unique<VerilatedVcdC>();
+      m_->trace(vcd_.get(), 99);
+      vcd_->open(path);
+    }
+#endif
     m_->clk_i = 0;
     m_->rst_ni = 0;
     m_->req_valid_i = 0;
@@ -33,7 +47,13 @@ public:
     while (!m_->req_ready_o) // the controller writes the root block's header
       tick();
   }
-  ~BuddySim() { m_->final(); }
+  ~BuddySim() {
+    m_->final();
+#ifdef DEFERO_HW_TRACE
+    if (vcd_)
+      vcd_->close();
+#endif
+  }
 
   OpResult alloc(std::uint64_t bytes) { return op(false, bytes); }
   OpResult free(std::uint64_t offset) { return op(true, offset); }
@@ -57,9 +77,17 @@ private:
   void tick() {
     m_->clk_i = 1;
     m_->eval();
+    dump(2 * cycles_ + 1);
     m_->clk_i = 0;
     m_->eval();
+    dump(2 * cycles_ + 2);
     ++cycles_;
+  }
+  void dump([[maybe_unused]] std::uint64_t t) {
+#ifdef DEFERO_HW_TRACE
+    if (vcd_)
+      vcd_->dump(t);
+#endif
   }
 
   // Raises req_valid at once (even while the allocator is busy) and holds it
@@ -91,6 +119,9 @@ private:
 
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> m_;
+#ifdef DEFERO_HW_TRACE
+  std::unique_ptr<VerilatedVcdC> vcd_;
+#endif
   std::uint64_t cycles_ = 0;
 };
 
