@@ -237,7 +237,7 @@ struct PolicyAttrInfo : public clang::ParsedAttrInfo {
     const auto *Lit = PredE ? llvm::dyn_cast<clang::StringLiteral>(
                                   PredE->IgnoreParenCasts())
                             : nullptr;
-    if (!Lit) {
+    if (!Lit || !Lit->isOrdinary()) {
       error(S, PredE ? PredE->getExprLoc() : Attr.getLoc(),
             "defero::policy: the first argument must be a string literal "
             "naming the predicate (first, best, match, path, auto)");

@@ -283,7 +283,23 @@ bool emitTreeHint(Module &M, CallBase &MakeNode, const CxxName &N) {
 }
 
 
+/// Whether F already sends hints: compiled against stl-patch's headers, its
+/// node allocation calls Defero's helpers (or the ABI) itself.
+bool alreadyHinted(const Function &F) {
+  for (const BasicBlock &BB : F)
+    for (const Instruction &I : BB)
+      if (const auto *CB = dyn_cast<CallBase>(&I))
+        if (const Function *Callee = CB->getCalledFunction()) {
+          const StringRef Name = Callee->getName();
+          if (Name.starts_with("__defero_hint_") || Name.starts_with("_ZN8__defero"))
+            return true;
+        }
+  return false;
+}
+
 bool instrument(Function &F, Kind K, const CxxName &N) {
+  if (alreadyHinted(F))
+    return false;
   const unsigned NeedArgs =
       K == Kind::TreeEmplace || K == Kind::HashNode || K == Kind::ForwardListInit ? 1 : 2;
   if (F.isDeclaration() || F.arg_size() < NeedArgs)
@@ -443,6 +459,11 @@ unsigned insertContainerHints(Module &M) {
                       "it has its own allocator (not std::allocator)");
   }
   for (Item &W : Work) {
+    if (alreadyHinted(*W.F)) { // stl-patch's headers send the hint already
+      const std::string Hint = std::string(hintName(W.K)) + " (from the patched headers)";
+      remarkUserSites(*W.F, true, containerName(W.N), Hint.c_str(), "");
+      continue;
+    }
     const bool Done = instrument(*W.F, W.K, W.N);
     Changed += Done;
     remarkUserSites(*W.F, Done, containerName(W.N), hintName(W.K),

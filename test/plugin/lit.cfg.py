@@ -20,6 +20,7 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%shlibdir", config.defero_lib_dir))
 config.substitutions.append(("%shlibext", ".so"))
 config.substitutions.append(("%libdefero", config.libdefero))
+config.substitutions.append(("%stlpatch", os.path.join(config.defero_obj_root, "stl-patch", "include")))
 config.substitutions.append(("%opt", os.path.join(config.llvm_tools_dir, "opt")))
 config.substitutions.append(("%clangxx", config.clangxx))
 config.substitutions.append(("%defero_cxx", os.path.join(config.defero_bin_dir, "defero-c++")))

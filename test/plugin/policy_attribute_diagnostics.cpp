@@ -43,6 +43,7 @@ void locals() {
 [[defero::policy("fastest")]] std::map<int, int> b1; // expected-error {{defero::policy: unknown predicate 'fastest' (accepted: first, best, match, path, auto)}}
 [[defero::policy("First")]] std::set<int> b2; // expected-error {{unknown predicate 'First'}}
 [[defero::policy(3)]] std::set<int> b3; // expected-error {{the first argument must be a string literal naming the predicate}}
+[[defero::policy(L"best")]] std::set<int> b4; // expected-error {{the first argument must be a string literal naming the predicate}}
 
 // K out of range, or not a constant.
 [[defero::policy("path", 0)]] std::set<int> k1; // expected-error {{defero::policy: K=0 is out of range (accepted: 1..32; leave it out for the default)}}
