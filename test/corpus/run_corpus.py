@@ -29,28 +29,20 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import driver  # noqa: E402
+
 PROG = "run_corpus.py"
 KINDS = ("neighbor", "tree", "container")
 
 
-class Failure(Exception):
-    pass
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{PROG}: {message} (see --help)\n")
-        sys.exit(2)
+Failure = driver.Failure
+OneLineParser = driver.parser_class(PROG, " (see --help)")
+one_line = driver.clip
 
 
 def usage_error(msg):
-    sys.stderr.write(f"{PROG}: {msg}\n")
-    sys.exit(2)
-
-
-def one_line(s, limit=160):
-    s = s.replace("\n", "\\n")
-    return s if len(s) <= limit else s[:limit] + "..."
+    driver.usage_error(PROG, msg)
 
 
 def expected_kinds(path):

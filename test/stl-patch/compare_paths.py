@@ -17,37 +17,22 @@ exit 1 on a difference; exit 2 on bad usage.
 """
 import argparse
 import os
-import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import driver  # noqa: E402
+
 PROG = "compare_paths.py"
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{PROG}: {message}\n")
-        sys.exit(2)
+Parser = driver.parser_class(PROG)
+first_difference = driver.first_difference
 
 
 def fail(msg):
-    sys.stderr.write(f"{PROG}: {msg}\n")
-    sys.exit(1)
+    driver.fail(PROG, msg)
 
 
 def run(cmd, env=None, what=""):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        first = (r.stderr.strip().splitlines() or ["(nothing on stderr)"])[0]
-        fail(f"{what} failed (exit {r.returncode}): {first}")
-    return r
-
-
-def first_difference(a, b):
-    la, lb = a.splitlines(), b.splitlines()
-    for i, (x, y) in enumerate(zip(la, lb), 1):
-        if x != y:
-            return f"line {i}: '{x[:200]}' vs '{y[:200]}'"
-    return f"line {min(len(la), len(lb)) + 1}: one output is longer"
+    return driver.run(PROG, cmd, env=env, what=what)
 
 
 def main():

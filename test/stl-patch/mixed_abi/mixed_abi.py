@@ -16,30 +16,24 @@ failure; exit 2 on bad usage.
 import argparse
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import driver  # noqa: E402
 
 PROG = "mixed_abi.py"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{PROG}: {message}\n")
-        sys.exit(2)
+Parser = driver.parser_class(PROG)
 
 
 def fail(msg):
-    sys.stderr.write(f"{PROG}: {msg}\n")
-    sys.exit(1)
+    driver.fail(PROG, msg)
 
 
 def run(cmd, env=None, what=""):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        first = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["?"])[0]
-        fail(f"{what} failed (exit {r.returncode}): {first}")
-    return r.stdout
+    return driver.run(PROG, cmd, env=env, what=what).stdout
 
 
 def strong_symbols(cxx_nm, obj):

@@ -35,6 +35,9 @@ import subprocess
 import sys
 
 PROG = "run_semantics.py"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import driver  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_RUNTIME_INCLUDE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "runtime", "include"))
 HINT_LINE = re.compile(r"^defero-hints (\S+): (\d+)$")
@@ -42,24 +45,16 @@ MARKERS = ("PENDING LEAK", "LEAK", "VIOLATED", "MISMATCH", "DID NOT THROW", "FAI
 KINDS = ("neighbor", "tree", "container")
 
 
-class Failure(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        sys.stderr.write(f"{PROG}: {message} (see --help)\n")
-        sys.exit(2)
+Failure = driver.Failure
+Parser = driver.parser_class(PROG, " (see --help)")
 
 
 def usage_error(msg):
-    sys.stderr.write(f"{PROG}: {msg}\n")
-    sys.exit(2)
+    driver.usage_error(PROG, msg)
 
 
 def clip(s, limit=200):
-    s = s.replace("\n", "\\n")
-    return s if len(s) <= limit else s[:limit] + "..."
+    return driver.clip(s, limit)
 
 
 def first_line(s):
