@@ -168,6 +168,13 @@ bool fuse(CallBase &Hint, int Kind, OptimizationRemarkEmitter &ORE) {
     for (unsigned I = 2; I < Args.size(); ++I)
       if (auto *V = dyn_cast<Instruction>(Args[I]); V && !DT.dominates(V, New))
         Need = true;
+    // Paths into the join other than the hint's own and its guard's (where
+    // the runtime is absent and the fallback ignores the kind) carried no
+    // hint: they must pass kind 0.
+    const BasicBlock *Guard = HintBlock->getSinglePredecessor();
+    for (const BasicBlock *Pred : predecessors(Join))
+      if (Pred != HintBlock && Pred != Guard)
+        Need = true;
     if (Need) {
       auto MergeIn = [&](Value *V, Value *Else) -> Value * {
         // At the block's start by iterator, so that debug records stay on

@@ -124,9 +124,30 @@ define void @no_new(ptr %list, ptr %w) {
   ret void
 }
 
+; Another path into the join carried no hint (here: a loop's back edge):
+; it passes kind 0, so that allocation stays unhinted.
+; CHECK-LABEL: define void @other_path(ptr %list, ptr %w, i1 %again)
+; CHECK: join:
+; CHECK-NEXT: [[K:%.*]] = phi i32 [ 0, %join ], [ 1, %hint ], [ 0, %entry ]
+; CHECK: call ptr %{{.*}}(i64 24, i32 [[K]],
+define void @other_path(ptr %list, ptr %w, i1 %again) {
+entry:
+  %absent = icmp eq ptr @__defero_hint_neighbor, null
+  br i1 %absent, label %join, label %hint
+hint:
+  call void @__defero_hint_neighbor(ptr %list, ptr %w)
+  br label %join
+join:
+  %node = call ptr @_Znwm(i64 24)
+  br i1 %again, label %join, label %done
+done:
+  ret void
+}
+
 ; The runtime's entry is weak; the fallback is plain operator new.
 ; CHECK: declare extern_weak ptr @__defero_new_hinted(i64, i32, ptr, ptr, i32)
 ; CHECK-LABEL: define internal ptr @defero.new.fallback(i64 %0, i32 %1, ptr %2, ptr %3, i32 %4)
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: %5 = call ptr @_Znwm(i64 %0)
 ; CHECK-NEXT: ret ptr %5
+
