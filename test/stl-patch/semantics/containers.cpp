@@ -15,6 +15,7 @@
 #include <list>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -29,6 +30,76 @@ const std::vector<int> kRange{3, 1, 4, 1, 5, 9, 2, 6};
 
 bool odd(int x) { return x % 2 != 0; }
 bool by_tens(int a, int b) { return a / 10 < b / 10; } // sort is stable
+
+// What list and forward_list share: merge, sort, unique, remove, reverse,
+// copies and moves, swap, resize, assign, assignment, erase_if, clear.
+template <class Seq> constexpr bool kIsList = !std::is_same_v<Seq, std::forward_list<int>>;
+
+template <class Seq> void sequence_common(Seq &x, Seq &m) {
+  x.merge(m);
+  show("sort+merge", x);
+  show("merged-from", m);
+  Seq g{50, 7, 2};
+  x.sort(std::greater<int>());
+  x.merge(g, std::greater<int>());
+  show("sort/merge greater", x);
+  if constexpr (kIsList<Seq>) {
+    x.push_back(2);
+    x.push_front(50);
+  } else {
+    x.push_front(2);
+  }
+  x.sort();
+  x.unique();
+  show("unique", x);
+  x.unique([](int p, int q) { return q - p == 1; });
+  x.remove(40);
+  x.remove_if([](int e) { return e % 5 == 0; });
+  x.reverse();
+  show("unique(pred)/remove/remove_if/reverse", x);
+  Seq st{21, 13, 25, 11, 3, 29, 7, 14, 1};
+  st.sort(by_tens);
+  show("stable sort", st);
+
+  Seq c(x), d;
+  d = x;
+  Seq e(std::move(c)), f{1};
+  f = std::move(d);
+  show("copy+move constructed", e);
+  show("moved-from", c);
+  show("move assigned", f);
+  if constexpr (kIsList<Seq>)
+    show("move-assigned-from", d);
+  f.swap(x);
+  std::swap(e, f);
+  show("swap e", e);
+  if constexpr (kIsList<Seq>)
+    show("swap x", x);
+  e.resize(9);
+  show("resize grow", e);
+  e.resize(3);
+  e.resize(5, 77);
+  show("resize shrink, resize(n, v)", e);
+  e.assign(4, 6);
+  show("assign(n, v)", e);
+  e.assign(kRange.begin(), kRange.end());
+  show("assign(range)", e);
+  e.assign({2, 7, 1, 8});
+  show("assign(ilist)", e);
+  if constexpr (kIsList<Seq>)
+    e = {1, 1, 2, 3, 5, 8, 13};
+  Seq small{4};
+  e = small; // copy assignment reuses nodes
+  e = {1, 1, 2, 3, 5, 8, 13};
+#if __cplusplus >= 202002L
+  std::erase_if(e, odd);
+#else
+  e.remove_if(odd);
+#endif
+  show("operator=(ilist), erase_if odd", e);
+  e.clear();
+  show("clear", e);
+}
 
 // --- list ---------------------------------------------------------------------
 
@@ -66,62 +137,7 @@ void list_ops() {
   show("splice z", z);
   x.sort();
   L m{0, 4, 6, 40};
-  x.merge(m);
-  show("sort+merge", x);
-  show("merged-from", m);
-  L g{50, 7, 2};
-  x.sort(std::greater<int>());
-  x.merge(g, std::greater<int>());
-  show("sort/merge greater", x);
-  x.push_back(2);
-  x.push_front(50);
-  x.sort();
-  x.unique();
-  show("unique", x);
-  x.unique([](int p, int q) { return q - p == 1; });
-  x.remove(40);
-  x.remove_if([](int e) { return e % 5 == 0; });
-  x.reverse();
-  show("unique(pred)/remove/remove_if/reverse", x);
-  L st{21, 13, 25, 11, 3, 29, 7, 14, 1};
-  st.sort(by_tens);
-  show("stable sort", st);
-
-  L c(x), d;
-  d = x;
-  L e(std::move(c)), f{1};
-  f = std::move(d);
-  show("copy+move constructed", e);
-  show("moved-from", c);
-  show("move assigned", f);
-  show("move-assigned-from", d);
-  f.swap(x);
-  std::swap(e, f);
-  show("swap e", e);
-  show("swap x", x);
-  e.resize(9);
-  show("resize grow", e);
-  e.resize(3);
-  e.resize(5, 77);
-  show("resize shrink, resize(n, v)", e);
-  e.assign(4, 6);
-  show("assign(n, v)", e);
-  e.assign(kRange.begin(), kRange.end());
-  show("assign(range)", e);
-  e.assign({2, 7, 1, 8});
-  show("assign(ilist)", e);
-  e = {1, 1, 2, 3, 5, 8, 13};
-  L small{4};
-  e = small; // copy assignment reuses nodes
-  e = {1, 1, 2, 3, 5, 8, 13};
-#if __cplusplus >= 202002L
-  std::erase_if(e, odd);
-#else
-  e.remove_if(odd);
-#endif
-  show("operator=(ilist), erase_if odd", e);
-  e.clear();
-  show("clear", e);
+  sequence_common(x, m);
   L n1(4), n2(3, 2), n3(kRange.begin(), kRange.begin() + 3);
   show("list(n)", n1);
   show("list(n, v)", n2);
@@ -162,58 +178,7 @@ void forward_list_ops() {
   show("splice_after z", z);
   x.sort();
   F m{0, 4, 6, 40};
-  x.merge(m);
-  show("sort+merge", x);
-  show("merged-from", m);
-  F g{50, 7, 2};
-  x.sort(std::greater<int>());
-  x.merge(g, std::greater<int>());
-  show("sort/merge greater", x);
-  x.push_front(2);
-  x.sort();
-  x.unique();
-  show("unique", x);
-  x.unique([](int p, int q) { return q - p == 1; });
-  x.remove(40);
-  x.remove_if([](int e) { return e % 5 == 0; });
-  x.reverse();
-  show("unique(pred)/remove/remove_if/reverse", x);
-  F st{21, 13, 25, 11, 3, 29, 7, 14, 1};
-  st.sort(by_tens);
-  show("stable sort", st);
-
-  F c(x), d;
-  d = x;
-  F e(std::move(c)), f{1};
-  f = std::move(d);
-  show("copy+move constructed", e);
-  show("moved-from", c);
-  show("move assigned", f);
-  f.swap(x);
-  std::swap(e, f);
-  show("swap e", e);
-  e.resize(9);
-  show("resize grow", e);
-  e.resize(3);
-  e.resize(5, 77);
-  show("resize shrink, resize(n, v)", e);
-  e.assign(4, 6);
-  show("assign(n, v)", e);
-  e.assign(kRange.begin(), kRange.end());
-  show("assign(range)", e);
-  e.assign({2, 7, 1, 8});
-  show("assign(ilist)", e);
-  F small{4};
-  e = small;
-  e = {1, 1, 2, 3, 5, 8, 13};
-#if __cplusplus >= 202002L
-  std::erase_if(e, odd);
-#else
-  e.remove_if(odd);
-#endif
-  show("operator=(ilist), erase_if odd", e);
-  e.clear();
-  show("clear", e);
+  sequence_common(x, m);
   F n1(4), n2(3, 2), n3(kRange.begin(), kRange.begin() + 3);
   show("forward_list(n)", n1);
   show("forward_list(n, v)", n2);
