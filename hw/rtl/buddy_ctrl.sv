@@ -49,10 +49,10 @@ module buddy_ctrl #(
   localparam logic [1:0] StOk = 2'd0, StOom = 2'd1, StInvalid = 2'd2;
 
   typedef enum logic [5:0] {
-    InitTag, InitNext, InitPrev, Idle, Find, FastFind, PopRead, PopWait, PopFixPrev, SplitCheck, SplitTag,
-    SplitNext, SplitPrev, SplitOldPrev, SplitHead, Mark, FreeRead, FreeWait,
+    InitTag, InitNext, InitPrev, Idle, Find, FastFind, PopRead, PopWait, PopFixPrev, SplitCheck,
+    Mark, FreeRead, FreeWait,
     FreeClear, FreeCheck, BuddyRead, BuddyWait, BuddyNextWait, BuddyPrevWait,
-    Unlink1, Unlink2, BuddyClear, InsTag, InsNext, InsPrev, InsOldPrev, InsHead
+    Unlink1, Unlink2, BuddyClear, PushTag, PushNext, PushPrev, PushOldPrev, PushHead
   } state_e;
 
   state_e state_q;
@@ -60,6 +60,9 @@ module buddy_ctrl #(
   logic [LevelBits-1:0] k_q, j_q;   // requested level, level being worked on
   logic [UnitBits-1:0] b_q, buddy_q;
   logic [31:0] next_q, prev_q;
+  logic [UnitBits-1:0] pu_q;        // the block being pushed on a list,
+  logic [LevelBits-1:0] pl_q;       // its level,
+  logic push_split_q;               // and whether a split goes on after it
   logic answered_q;                 // OBS: the allocation was answered early
   logic [31:0] find_q;
 
@@ -99,9 +102,8 @@ module buddy_ctrl #(
     word = {unit, field};
   endfunction
 
-  logic [UnitBits-1:0] head_unit_j, head_unit_k, lower;
-  assign head_unit_j = head_q[j_q][UnitBits-1:0];
-  assign head_unit_k = head_q[k_q][UnitBits-1:0];
+  logic [UnitBits-1:0] head_unit_p, lower;
+  assign head_unit_p = head_q[pl_q][UnitBits-1:0];
   assign lower = (b_q < buddy_q) ? b_q : buddy_q;
 
   always_comb begin
@@ -120,14 +122,16 @@ module buddy_ctrl #(
       PopRead:      begin ram_req_o = 1'b1; ram_addr_o = word(b_q, FieldNext); end
       PopFixPrev:   begin ram_req_o = 1'b1; ram_we_o = 1'b1;
                           ram_addr_o = word(next_q[UnitBits-1:0], FieldPrev); ram_wdata_o = None; end
-      SplitTag:     begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(buddy_q, FieldTag);
-                          ram_wdata_o = tag_word(TagFree, 6'(j_q)); end
-      SplitNext:    begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(buddy_q, FieldNext);
-                          ram_wdata_o = head_q[j_q]; end
-      SplitPrev:    begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(buddy_q, FieldPrev);
+      // Push (pu_q, pl_q) on the head of its list: for a split's upper half
+      // and for a freed block, the same four writes.
+      PushTag:      begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(pu_q, FieldTag);
+                          ram_wdata_o = tag_word(TagFree, 6'(pl_q)); end
+      PushNext:     begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(pu_q, FieldNext);
+                          ram_wdata_o = head_q[pl_q]; end
+      PushPrev:     begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(pu_q, FieldPrev);
                           ram_wdata_o = None; end
-      SplitOldPrev: begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(head_unit_j, FieldPrev);
-                          ram_wdata_o = 32'(buddy_q); end
+      PushOldPrev:  begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(head_unit_p, FieldPrev);
+                          ram_wdata_o = 32'(pu_q); end
       Mark:         begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(b_q, FieldTag);
                           ram_wdata_o = tag_word(TagBusy, 6'(k_q)); end
       FreeRead:     begin ram_req_o = 1'b1; ram_addr_o = word(b_q, FieldTag); end
@@ -142,14 +146,6 @@ module buddy_ctrl #(
                       ram_addr_o = word(next_q[UnitBits-1:0], FieldPrev); ram_wdata_o = prev_q;
                     end
       BuddyClear:   begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(buddy_q, FieldTag); end
-      InsTag:       begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(b_q, FieldTag);
-                          ram_wdata_o = tag_word(TagFree, 6'(k_q)); end
-      InsNext:      begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(b_q, FieldNext);
-                          ram_wdata_o = head_q[k_q]; end
-      InsPrev:      begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(b_q, FieldPrev);
-                          ram_wdata_o = None; end
-      InsOldPrev:   begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word(head_unit_k, FieldPrev);
-                          ram_wdata_o = 32'(b_q); end
       // The buddy's links are read back to back after its tag.
       BuddyWait:    if (ram_rvalid_i && ram_rdata_i == tag_word(TagFree, 6'(k_q))) begin
                       ram_req_o = 1'b1; ram_addr_o = word(buddy_q, FieldNext);
@@ -171,6 +167,7 @@ module buddy_ctrl #(
       for (int unsigned l = 0; l < Levels; l++) head_q[l] <= None;
       head_q[Levels-1] <= 32'd0;  // the whole heap, free (its header: InitTag..)
       k_q <= '0; j_q <= '0; b_q <= '0; buddy_q <= '0; next_q <= None; prev_q <= None;
+      pu_q <= '0; pl_q <= '0; push_split_q <= 1'b0;
       answered_q <= 1'b0; find_q <= '0;
       resp_valid_o <= 1'b0; resp_status_o <= StOk; resp_addr_o <= '0;
     end else begin
@@ -231,17 +228,11 @@ module buddy_ctrl #(
         // Split down to the requested level; upper halves to their lists.
         SplitCheck: if (j_q > k_q) begin
           j_q <= j_q - 1'b1;
-          buddy_q <= b_q + (UnitBits'(1) << (j_q - 1'b1));
-          state_q <= SplitTag;
+          pu_q <= b_q + (UnitBits'(1) << (j_q - 1'b1));
+          pl_q <= j_q - 1'b1;
+          push_split_q <= 1'b1;
+          state_q <= PushTag;
         end else state_q <= Mark;
-        SplitTag: state_q <= SplitNext;
-        SplitNext: state_q <= SplitPrev;
-        SplitPrev: state_q <= (head_q[j_q] != None) ? SplitOldPrev : SplitHead;
-        SplitOldPrev: state_q <= SplitHead;
-        SplitHead: begin
-          head_q[j_q] <= 32'(buddy_q);
-          state_q <= SplitCheck;
-        end
         Mark: begin
           if (!answered_q) respond(StOk, 64'(b_q) << MIN_LOG);
           else state_q <= Idle;
@@ -256,14 +247,15 @@ module buddy_ctrl #(
           end
         end
         FreeClear: state_q <= FreeCheck;
-        FreeCheck: if (32'(k_q) == Levels - 1) state_q <= InsTag;
+        FreeCheck: if (32'(k_q) == Levels - 1) push(b_q, k_q);
         else begin
           buddy_q <= b_q ^ (UnitBits'(1) << k_q);
           state_q <= BuddyRead;
         end
         BuddyRead: state_q <= BuddyWait;
         BuddyWait: if (ram_rvalid_i) begin
-          state_q <= (ram_rdata_i == tag_word(TagFree, 6'(k_q))) ? BuddyNextWait : InsTag;
+          if (ram_rdata_i == tag_word(TagFree, 6'(k_q))) state_q <= BuddyNextWait;
+          else push(b_q, k_q);
         end
         BuddyNextWait: if (ram_rvalid_i) begin
           next_q <= ram_rdata_i;
@@ -283,18 +275,27 @@ module buddy_ctrl #(
           k_q <= k_q + 1'b1;
           state_q <= FreeCheck;
         end
-        InsTag: state_q <= InsNext;
-        InsNext: state_q <= InsPrev;
-        InsPrev: state_q <= (head_q[k_q] != None) ? InsOldPrev : InsHead;
-        InsOldPrev: state_q <= InsHead;
-        InsHead: begin
-          head_q[k_q] <= 32'(b_q);
-          respond(StOk, '0);
+        PushTag: state_q <= PushNext;
+        PushNext: state_q <= PushPrev;
+        PushPrev: state_q <= (head_q[pl_q] != None) ? PushOldPrev : PushHead;
+        PushOldPrev: state_q <= PushHead;
+        PushHead: begin
+          head_q[pl_q] <= 32'(pu_q);
+          if (push_split_q) state_q <= SplitCheck;
+          else respond(StOk, '0);
         end
         default: state_q <= Idle;
       endcase
     end
   end
+
+  // A freed block (after coalescing) goes on the head of its list.
+  task automatic push(input logic [UnitBits-1:0] unit, input logic [LevelBits-1:0] level);
+    pu_q <= unit;
+    pl_q <= level;
+    push_split_q <= 1'b0;
+    state_q <= PushTag;
+  endtask
 
   // One response, then back to Idle.
   task automatic respond(input logic [1:0] status, input logic [63:0] addr);

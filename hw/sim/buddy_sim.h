@@ -8,6 +8,7 @@
 
 #include <verilated.h>
 #ifdef DEFERO_HW_TRACE
+#include <cstdio>
 #include <cstdlib>
 #include <verilated_vcd_c.h>
 #endif
@@ -35,6 +36,10 @@ public:
       vcd_ = std::make_unique<VerilatedVcdC>();
       m_->trace(vcd_.get(), 99);
       vcd_->open(path);
+      if (!vcd_->isOpen()) {
+        std::fprintf(stderr, "buddy_sim: DEFERO_HW_VCD=%s: cannot write that file\n", path);
+        std::exit(2);
+      }
     }
 #endif
     m_->clk_i = 0;
