@@ -12,7 +12,7 @@
 // cycle): status 0 ok (resp_addr_o: the block's byte offset for an
 // allocation), 1 out of memory, 2 invalid free.
 module buddy_ctrl #(
-    parameter int unsigned HEAP_LOG = 20,  // heap of 2^HEAP_LOG bytes
+    parameter int unsigned HEAP_LOG = 20,  // heap of at most 2^HEAP_LOG bytes
     parameter int unsigned MIN_LOG = 4,    // smallest block 2^MIN_LOG bytes
     parameter bit FAST = 1'b0,
     localparam int unsigned UnitBits = HEAP_LOG - MIN_LOG,
@@ -22,6 +22,9 @@ module buddy_ctrl #(
 ) (
     input  logic                 clk_i,
     input  logic                 rst_ni,
+    // the heap's size at run time, 2^heap_log_i bytes (MIN_LOG <= heap_log_i
+    // <= HEAP_LOG, clamped): read in the first cycle after reset, hold it
+    input  logic [6:0]           heap_log_i,
     // request
     input  logic                 req_valid_i,
     output logic                 req_ready_o,
@@ -65,6 +68,15 @@ module buddy_ctrl #(
   logic push_split_q;               // and whether a split goes on after it
   logic answered_q;                 // OBS: the allocation was answered early
   logic [31:0] find_q;
+  logic [LevelBits-1:0] top_q;      // the root's level: heap_log_i - MIN_LOG
+
+  // The root level heap_log_i asks for, clamped to what the RAM can hold.
+  logic [LevelBits-1:0] top_in;
+  always_comb begin
+    if (heap_log_i >= 7'(HEAP_LOG)) top_in = LevelBits'(UnitBits);
+    else if (heap_log_i <= 7'(MIN_LOG)) top_in = '0;
+    else top_in = LevelBits'(heap_log_i - 7'(MIN_LOG));
+  end
 
   // --- the requested level: max(0, ceil(log2 bytes) - MIN_LOG) ----------------
   logic [6:0] ceil_log;
@@ -76,7 +88,7 @@ module buddy_ctrl #(
     ceil_log = 7'd0;
     for (int unsigned i = 0; i < 64; i++)
       if (m[i]) ceil_log = 7'(i + 1);
-    too_big = ceil_log > 7'(HEAP_LOG);
+    too_big = ceil_log > 7'(top_q) + 7'(MIN_LOG);
     req_level = (ceil_log <= 7'(MIN_LOG)) ? '0 : LevelBits'(ceil_log - 7'(MIN_LOG));
   end
 
@@ -114,7 +126,7 @@ module buddy_ctrl #(
     unique case (state_q)
       // After reset: the whole heap is one free block at unit 0.
       InitTag:      begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word('0, FieldTag);
-                          ram_wdata_o = tag_word(TagFree, 6'(Levels - 1)); end
+                          ram_wdata_o = tag_word(TagFree, 6'(top_in)); end
       InitNext:     begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word('0, FieldNext);
                           ram_wdata_o = None; end
       InitPrev:     begin ram_req_o = 1'b1; ram_we_o = 1'b1; ram_addr_o = word('0, FieldPrev);
@@ -165,7 +177,7 @@ module buddy_ctrl #(
     if (!rst_ni) begin
       state_q <= InitTag;
       for (int unsigned l = 0; l < Levels; l++) head_q[l] <= None;
-      head_q[Levels-1] <= 32'd0;  // the whole heap, free (its header: InitTag..)
+      top_q <= '0;
       k_q <= '0; j_q <= '0; b_q <= '0; buddy_q <= '0; next_q <= None; prev_q <= None;
       pu_q <= '0; pl_q <= '0; push_split_q <= 1'b0;
       answered_q <= 1'b0; find_q <= '0;
@@ -173,7 +185,12 @@ module buddy_ctrl #(
     end else begin
       resp_valid_o <= 1'b0;
       unique case (state_q)
-        InitTag: state_q <= InitNext;
+        // The whole heap, one free block at unit 0 on the root's list.
+        InitTag: begin
+          top_q <= top_in;
+          head_q[top_in] <= 32'd0;
+          state_q <= InitNext;
+        end
         InitNext: state_q <= InitPrev;
         InitPrev: state_q <= Idle;
         Idle: if (req_valid_i) begin
@@ -186,7 +203,7 @@ module buddy_ctrl #(
               j_q <= req_level;
               state_q <= FAST ? FastFind : Find;
             end
-          end else if (req_arg_i >= (64'd1 << HEAP_LOG) ||
+          end else if (req_arg_i >= (64'd1 << (7'(top_q) + 7'(MIN_LOG))) ||
                        (req_arg_i & ((64'd1 << MIN_LOG) - 64'd1)) != 64'd0) begin
             respond(StInvalid, '0);
           end else begin
@@ -200,7 +217,7 @@ module buddy_ctrl #(
           if (head_q[j_q] != None) begin
             b_q <= head_q[j_q][UnitBits-1:0];
             state_q <= PopRead;
-          end else if (32'(j_q) == Levels - 1) respond(StOom, '0);
+          end else if (j_q == top_q) respond(StOom, '0);
           else j_q <= j_q + 1'b1;
         end
         // OBS: all lists at once; the answer goes out now (Fast-Return).
@@ -247,7 +264,7 @@ module buddy_ctrl #(
           end
         end
         FreeClear: state_q <= FreeCheck;
-        FreeCheck: if (32'(k_q) == Levels - 1) push(b_q, k_q);
+        FreeCheck: if (k_q == top_q) push(b_q, k_q);
         else begin
           buddy_q <= b_q ^ (UnitBits'(1) << k_q);
           state_q <= BuddyRead;

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include <verilated.h>
+
+#include "host_ram.h"
 #ifdef DEFERO_HW_TRACE
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +29,14 @@ struct OpResult {
 
 template <class Model> class BuddySim {
 public:
-  BuddySim() : ctx_(std::make_unique<VerilatedContext>()), m_(std::make_unique<Model>(ctx_.get())) {
+  /// A model whose heap is 2^heap_log bytes (at most its HEAP_LOG). A model
+  /// Verilated with HOST_RAM=1 needs `ram`, sized for that heap (HostRam::
+  /// reset(4 << (heap_log - MIN_LOG))): it is selected before every
+  /// evaluation.
+  explicit BuddySim(unsigned heap_log, HostRam *ram = nullptr)
+      : ram_(ram), ctx_(std::make_unique<VerilatedContext>()),
+        m_(std::make_unique<Model>(ctx_.get())) {
+    select();
 #ifdef DEFERO_HW_TRACE
     // A build with -DDEFERO_HW_TRACE=ON records every cycle to the file
     // DEFERO_HW_VCD names (one model at a time).
@@ -43,6 +52,7 @@ public:
     }
 #endif
     m_->clk_i = 0;
+    m_->heap_log_i = static_cast<std::uint8_t>(heap_log); // [6:0]
     m_->rst_ni = 0;
     m_->req_valid_i = 0;
     m_->eval();
@@ -66,6 +76,7 @@ public:
   /// Cycles until the allocator is ready again (OBS: the Block time after a
   /// Fast-Return).
   std::uint64_t settle() {
+    select();
     std::uint64_t n = 0;
     while (!m_->req_ready_o) {
       tick();
@@ -79,6 +90,10 @@ public:
   std::uint64_t emptyFlags() const { return static_cast<std::uint64_t>(m_->empty_o); }
 
 private:
+  void select() {
+    if (ram_)
+      HostRam::select(ram_);
+  }
   void tick() {
     m_->clk_i = 1;
     m_->eval();
@@ -99,6 +114,7 @@ private:
   // until an edge with req_ready accepts it.
   OpResult op(bool free, std::uint64_t arg) {
     OpResult r;
+    select();
     m_->req_free_i = free;
     m_->req_arg_i = arg;
     m_->req_valid_i = 1;
@@ -122,6 +138,7 @@ private:
     return r;
   }
 
+  HostRam *ram_;
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> m_;
 #ifdef DEFERO_HW_TRACE

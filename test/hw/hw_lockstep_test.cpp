@@ -17,6 +17,8 @@
 #include "Vbuddy_obs_h8.h"
 #include "Vbuddy_rbs_h20.h"
 #include "Vbuddy_rbs_h8.h"
+#include "Vbuddy_obs_rt.h"
+#include "Vbuddy_rbs_rt.h"
 #include "buddy_sim.h"
 #include "defero/buddy/buddy_core.h"
 
@@ -24,6 +26,7 @@ namespace {
 
 using defero::buddy::BuddyCore;
 using defero::hw::BuddySim;
+using defero::hw::HostRam;
 using defero::hw::OpResult;
 using defero::hw::Status;
 
@@ -73,8 +76,8 @@ long opsFromEnv(long fallback) {
 
 TEST(HwLockstep, RbsObsAndSoftwareAgreeOnAMillionRandomOperations) {
   const long ops = opsFromEnv(1000000);
-  BuddySim<Vbuddy_rbs_h20> rbs;
-  BuddySim<Vbuddy_obs_h20> obs;
+  BuddySim<Vbuddy_rbs_h20> rbs(20);
+  BuddySim<Vbuddy_obs_h20> obs(20);
   BuddyCore<> sw(1u << 20, 16);
   std::mt19937_64 rng(5);
   std::vector<std::uint64_t> live;
@@ -161,8 +164,8 @@ TEST(HwLockstep, RbsObsAndSoftwareAgreeOnAMillionRandomOperations) {
 // merges all the way back to the root, and a request arriving while OBS is
 // still splitting after its Fast-Return.
 TEST(HwLockstep, WorstCasesAreBoundedAsThePaperSays) {
-  BuddySim<Vbuddy_rbs_h20> rbs;
-  BuddySim<Vbuddy_obs_h20> obs;
+  BuddySim<Vbuddy_rbs_h20> rbs(20);
+  BuddySim<Vbuddy_obs_h20> obs(20);
   const unsigned levels = 20 - 4 + 1;
 
   const OpResult r = rbs.alloc(1), o = obs.alloc(1);
@@ -216,8 +219,8 @@ TEST(HwLockstep, EverySequenceOnATinyHeap) {
   long sequences = 0;
   std::vector<Op> seq;
   auto replay = [&](std::vector<std::uint64_t> &live) {
-    BuddySim<Vbuddy_rbs_h8> rbs;
-    BuddySim<Vbuddy_obs_h8> obs;
+    BuddySim<Vbuddy_rbs_h8> rbs(8);
+    BuddySim<Vbuddy_obs_h8> obs(8);
     BuddyCore<> sw(256, 16);
     live.clear();
     for (const Op &op : seq) {
@@ -269,6 +272,82 @@ TEST(HwLockstep, EverySequenceOnATinyHeap) {
   explore();
   EXPECT_GT(sequences, 5000);
   std::printf("sequences replayed: %ld\n", sequences);
+}
+
+// The runtime's models (header RAM in the host, heap size chosen at run
+// time through heap_log_i, up to the build's DEFERO_HEAP_BYTES) follow the
+// same policy at each size a run may choose: the smallest heap, and 1 MiB
+// and 64 MiB heaps. RBS's worst find is one cycle per list of the heap
+// chosen (it grows with log2 of the heap size); OBS's stays one cycle.
+TEST(HwLockstep, RuntimeModelsAgreeAtTheHeapSizeARunChooses) {
+  const unsigned max_log = DEFERO_TEST_HEAP_LOG;
+  for (unsigned heap_log : {16u, 20u, 26u}) {
+    if (heap_log > max_log)
+      continue;
+    SCOPED_TRACE("heap 2^" + std::to_string(heap_log));
+    HostRam rbs_ram, obs_ram;
+    ASSERT_TRUE(rbs_ram.reset(std::uint64_t{4} << (heap_log - 4)));
+    ASSERT_TRUE(obs_ram.reset(std::uint64_t{4} << (heap_log - 4)));
+    BuddySim<Vbuddy_rbs_rt> rbs(heap_log, &rbs_ram);
+    BuddySim<Vbuddy_obs_rt> obs(heap_log, &obs_ram);
+    BuddyCore<> sw(std::uint64_t{1} << heap_log, 16);
+
+    // The worst find first: the smallest request with only the root free.
+    const OpResult r0 = rbs.alloc(1), o0 = obs.alloc(1);
+    ASSERT_EQ(r0.status, Status::Ok);
+    ASSERT_EQ(o0.addr, 0u);
+    ASSERT_EQ(sw.alloc(1), 0);
+    EXPECT_EQ(r0.find, heap_log - 4 + 1) << "RBS looked at every list of this heap";
+    EXPECT_EQ(o0.find, 1u);
+    // Beyond this heap: out of memory, and a free there is invalid.
+    EXPECT_EQ(rbs.alloc((std::uint64_t{1} << heap_log) + 1).status, Status::OutOfMemory);
+    EXPECT_EQ(obs.alloc(std::uint64_t{1} << heap_log).status, Status::OutOfMemory);
+    EXPECT_EQ(obs.free(std::uint64_t{1} << heap_log).status, Status::InvalidFree);
+    EXPECT_EQ(rbs.free(std::uint64_t{1} << heap_log).status, Status::InvalidFree);
+
+    std::mt19937_64 rng(heap_log);
+    std::vector<std::uint64_t> live{0};
+    long ooms = 0;
+    for (long i = 0; i < 60000; ++i) {
+      OpResult want, r, o;
+      if (live.empty() || rng() % 100 < 55) {
+        const std::uint64_t bytes =
+            rng() % 16 == 0 ? rng() % (std::uint64_t{1} << (heap_log - 2)) : rng() % 700;
+        want = expectAlloc(sw, bytes);
+        r = rbs.alloc(bytes);
+        o = obs.alloc(bytes);
+        EXPECT_EQ(o.find, 1u) << "OBS finds in one cycle, op " << i;
+        if (want.status == Status::Ok)
+          live.push_back(want.addr);
+        else
+          ++ooms;
+      } else {
+        const std::size_t k = rng() % live.size();
+        const std::uint64_t off = live[k];
+        live[k] = live.back();
+        live.pop_back();
+        want = expectFree(sw, off);
+        r = rbs.free(off);
+        o = obs.free(off);
+      }
+      ASSERT_EQ(static_cast<int>(r.status), static_cast<int>(want.status)) << "RBS, op " << i;
+      ASSERT_EQ(static_cast<int>(o.status), static_cast<int>(want.status)) << "OBS, op " << i;
+      ASSERT_EQ(r.addr, want.addr) << "RBS, op " << i;
+      ASSERT_EQ(o.addr, want.addr) << "OBS, op " << i;
+      if (i % 4096 == 0) {
+        // The lists above this heap's root exist in the RTL, always empty.
+        const std::uint64_t above = ~std::uint64_t{0} << sw.levels();
+        obs.settle();
+        ASSERT_EQ(rbs.emptyFlags() | above, swEmptyFlags(sw) | above) << "op " << i;
+        ASSERT_EQ(obs.emptyFlags() | above, swEmptyFlags(sw) | above) << "op " << i;
+        ASSERT_EQ(obs.emptyFlags() & above, ((std::uint64_t{1} << (max_log - 4 + 1)) - 1) & above);
+      }
+    }
+    ASSERT_EQ(sw.check(), "");
+    if (heap_log <= 20) {
+      EXPECT_GT(ooms, 0) << "the small heaps ran out of memory";
+    }
+  }
 }
 
 } // namespace
