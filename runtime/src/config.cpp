@@ -53,6 +53,78 @@ int openOrDie(const char *var, const char *path, bool keep) {
   return fd;
 }
 
+#if DEFERO_REALTIME
+// A real-time build: DEFERO_DEFAULT_BACKEND and DEFERO_MAX_HEAP_LOG come
+// from CMake (DEFERO_BACKEND, DEFERO_HEAP_BYTES).
+constexpr unsigned long long kMinHeapBytes = 1ull << 16;
+constexpr unsigned long long kMaxHeapBytes = 1ull << DEFERO_MAX_HEAP_LOG;
+
+bool parseBackend(const char *v, Config &c) {
+  static constexpr struct {
+    const char *name;
+    Config::Backend kind;
+  } kBackends[] = {{"hw-obs", Config::Backend::HwObs},
+                   {"hw-rbs", Config::Backend::HwRbs},
+                   {"sw-buddy", Config::Backend::SwBuddy},
+                   {"kbit", Config::Backend::Kbit}};
+  for (const auto &b : kBackends)
+    if (!std::strcmp(v, b.name)) {
+      c.backend = b.name;
+      c.backend_kind = b.kind;
+      return true;
+    }
+  return false;
+}
+
+/// Bytes, with an optional binary suffix K, M or G (either case).
+bool parseBytes(const char *v, unsigned long long &out) {
+  if (*v < '0' || *v > '9')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (errno)
+    return false;
+  unsigned shift = 0;
+  switch (*end) {
+  case 'k': case 'K': shift = 10; ++end; break;
+  case 'm': case 'M': shift = 20; ++end; break;
+  case 'g': case 'G': shift = 30; ++end; break;
+  default: break;
+  }
+  if (*end || n > (~0ull >> shift))
+    return false;
+  out = n << shift;
+  return true;
+}
+
+void readRealtime(Config &c) {
+  const bool ok = parseBackend(DEFERO_DEFAULT_BACKEND, c);
+  (void)ok; // CMake only passes names of this list
+  if (const char *v = std::getenv("DEFERO_BACKEND")) {
+    if (!parseBackend(v, c))
+      bad("DEFERO_BACKEND", v,
+          "hw-obs, hw-rbs, sw-buddy (real-time), kbit (the Defero K-Bit heap)");
+  }
+  c.heap_bytes = kMaxHeapBytes;
+  if (const char *v = std::getenv("DEFERO_HEAP_BYTES")) {
+    char accepted[200];
+    std::snprintf(accepted, sizeof accepted,
+                  "a power of two from 65536 (64K) to %llu (this build's "
+                  "DEFERO_HEAP_BYTES), in bytes or with a K, M or G suffix",
+                  kMaxHeapBytes);
+    unsigned long long n = 0;
+    if (!parseBytes(v, n) || n < kMinHeapBytes || n > kMaxHeapBytes || (n & (n - 1)))
+      bad("DEFERO_HEAP_BYTES", v, accepted);
+    if (c.backend_kind == Config::Backend::Kbit)
+      bad("DEFERO_HEAP_BYTES", v,
+          "nothing with DEFERO_BACKEND=kbit (it sizes the buddy heap of "
+          "hw-obs, hw-rbs and sw-buddy; unset it)");
+    c.heap_bytes = n;
+  }
+}
+#endif
+
 } // namespace
 
 Config readConfig() {
@@ -81,6 +153,9 @@ Config readConfig() {
   }
   if (const char *v = std::getenv("DEFERO_TRACE"))
     c.trace_fd = openOrDie("DEFERO_TRACE", v, true);
+#if DEFERO_REALTIME
+  readRealtime(c);
+#else
   if (const char *v = std::getenv("DEFERO_BACKEND")) {
     if (std::strcmp(v, "kbit") != 0)
       bad("DEFERO_BACKEND", v,
@@ -91,6 +166,7 @@ Config readConfig() {
     bad("DEFERO_HEAP_BYTES", v,
         "nothing in this build (it sizes the buddy heap of real-time builds, "
         "-DDEFERO_BACKEND=hw-obs|hw-rbs|sw-buddy; unset it)");
+#endif
   return c;
 }
 

@@ -64,7 +64,13 @@ ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
 
 // --- allocation -----------------------------------------------------------
 
-void *ProcessHeap::malloc(std::size_t sz) { return mallocFresh(sz, nullptr); }
+void *ProcessHeap::malloc(std::size_t sz) {
+#if DEFERO_REALTIME
+  if (realtime())
+    return realtimeMalloc(sz);
+#endif
+  return mallocFresh(sz, nullptr);
+}
 
 void *ProcessHeap::mallocFresh(std::size_t sz, bool *fresh) {
   PendingHint h = tls_hint;
@@ -181,6 +187,10 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
   if (align <= kMinAlignment)
     return malloc(sz);
   tls_hint.kind = kHintNone;
+#if DEFERO_REALTIME
+  if (realtime())
+    return rt_->mallocAligned(sz, align);
+#endif
   const unsigned cls = align <= kMaxSmall && sz <= kMaxSmall
                            ? kbit::alignedClassOf(sz + kCanaryBytes, align)
                            : kbit::kNumClasses;
@@ -204,6 +214,14 @@ void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
     return nullptr;
   }
   bool fresh = false;
+#if DEFERO_REALTIME
+  if (realtime()) {
+    void *p = realtimeMalloc(total);
+    if (p)
+      std::memset(p, 0, total); // a block may have been used before
+    return p;
+  }
+#endif
   void *p = mallocFresh(total, &fresh);
   if (p && !fresh) // fresh mappings are zero already: do not touch them
     std::memset(p, 0, total);
@@ -217,6 +235,12 @@ void ProcessHeap::free(void *p, const char *call) {
   // get it and log its malloc, which must come after this free.
   if (trace_.enabled())
     trace_.onFree(p);
+#if DEFERO_REALTIME
+  if (rt_ && rt_->owns(p)) {
+    rt_->free(p, call);
+    return;
+  }
+#endif
   if (Kbit *owner = smallOwner(p)) {
     const std::size_t chunk = owner->withLock([&](auto &h) {
       if (kCanaryBytes && h.isLive(p))
@@ -240,6 +264,14 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   if (!p)
     return malloc(sz);
   tls_hint.kind = kHintNone; // a container's node is never realloc'ed
+#if DEFERO_REALTIME
+  if (rt_ && rt_->owns(p)) {
+    void *q = rt_->realloc(p, sz, call);
+    if (trace_.enabled() && (q || sz == 0))
+      trace_.onRealloc(p, q, sz);
+    return q;
+  }
+#endif
   if (sz == 0) { // glibc's behaviour: free and return NULL
     free(p, call);
     return nullptr;
@@ -291,6 +323,10 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
 std::size_t ProcessHeap::usableSize(const void *p) {
   if (!p)
     return 0;
+#if DEFERO_REALTIME
+  if (rt_ && rt_->owns(p))
+    return rt_->usableSize(p);
+#endif
   if (Kbit *owner = smallOwner(p)) {
     const std::size_t chunk = owner->getSize(p);
     return chunk ? chunk - kCanaryBytes : 0;
@@ -300,6 +336,10 @@ std::size_t ProcessHeap::usableSize(const void *p) {
 
 void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
   tls_hint.kind = kHintNone;
+#if DEFERO_REALTIME
+  if (realtime()) // the buddy policy has no placement to steer
+    return realtimeMalloc(sz);
+#endif
   if (sz > kMaxSmall)
     return malloc(sz);
   void *p = heapFor(hint).mallocNear(sz + kCanaryBytes, hint);
@@ -309,6 +349,10 @@ void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
 void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits,
                              unsigned depth) {
   tls_hint.kind = kHintNone;
+#if DEFERO_REALTIME
+  if (realtime())
+    return realtimeMalloc(sz);
+#endif
   if (sz > kMaxSmall)
     return malloc(sz);
   void *p = small_.current().mallocPath(sz + kCanaryBytes, bits,
@@ -450,6 +494,10 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
 // --- statistics -----------------------------------------------------------
 
 std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
+#if DEFERO_REALTIME
+  if (rt_)
+    return formatRealtimeStats(buf, cap);
+#endif
   noteFootprint();
   unsigned long long allocs = 0, frees = 0, hints[3] = {}, hinted = 0,
                      same = 0, own = 0;
@@ -534,6 +582,10 @@ void ProcessHeap::atExit() {
 // small heaps, arena, large (the order the allocator nests them in).
 
 void ProcessHeap::forkPrepare() {
+#if DEFERO_REALTIME
+  if (rt_) // first: the model's own allocations nest inside it
+    rt_->lock();
+#endif
   registry_.lockRegistry();
   trace_.lockLog();
   small_.lockSlots();
@@ -544,6 +596,10 @@ void ProcessHeap::forkPrepare() {
 }
 
 void ProcessHeap::forkParent() {
+  unlockAfterFork(false);
+}
+
+void ProcessHeap::unlockAfterFork(bool child) {
   large_.unlockHeap();
   Arena::arena().unlockArena();
   for (unsigned i = Small::kHeaps; i-- > 0;)
@@ -551,14 +607,84 @@ void ProcessHeap::forkParent() {
   small_.unlockSlots();
   trace_.unlockLog();
   registry_.unlockRegistry();
+#if DEFERO_REALTIME
+  if (rt_ && child)
+    rt_->unlockInChild();
+  else if (rt_)
+    rt_->unlock();
+#else
+  (void)child;
+#endif
 }
 
 void ProcessHeap::forkChild() {
   // The parent still holds (and will write) the events buffered before the
   // fork: the child must not write them a second time.
   trace_.discardBuffered();
-  forkParent();
+  unlockAfterFork(true);
 }
+
+// --- real-time builds ------------------------------------------------------------
+
+#if DEFERO_REALTIME
+void ProcessHeap::startRealtime() { rt_ = RealtimeHeap::start(cfg_); }
+
+/// A program allocation in a real-time build: the pending hint is consumed
+/// and counted (the buddy policy cannot place by it), the block comes from
+/// the buddy heap.
+void *ProcessHeap::realtimeMalloc(std::size_t sz) {
+  const PendingHint h = tls_hint;
+  if (h.kind)
+    tls_hint.kind = kHintNone;
+  void *p = rt_->malloc(sz);
+  if (!p)
+    return nullptr;
+  if (h.kind) {
+    SlotCounters &sc = counters();
+    sc.hinted_allocs.fetch_add(1, std::memory_order_relaxed);
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(rt_->base());
+    const unsigned shift = 32 - cfg_.k;
+    if (h.where && rt_->owns(h.where) && cfg_.k > 0 &&
+        ((reinterpret_cast<std::uintptr_t>(h.where) - base) >> shift) ==
+            ((reinterpret_cast<std::uintptr_t>(p) - base) >> shift))
+      sc.hint_same_class.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (trace_.enabled())
+    trace_.onMalloc(p, sz);
+  return p;
+}
+
+std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
+  unsigned long long hints[3] = {}, hinted = 0, same = 0, boot = 0;
+  for (const SlotCounters &c : slots_) {
+    for (int k = 0; k < 3; ++k)
+      hints[k] += c.hints[k].load(std::memory_order_relaxed);
+    hinted += c.hinted_allocs.load(std::memory_order_relaxed);
+    same += c.hint_same_class.load(std::memory_order_relaxed);
+  }
+  for (unsigned i = 0; i < Small::kHeaps; ++i)
+    small_.heap(i).withLock([&](auto &h) { boot += h.allocCount(); });
+  const RealtimeHeap::Counts n = rt_->counts();
+  char hw[700];
+  if (!rt_->formatHw(hw, sizeof hw))
+    return 0;
+  int len = std::snprintf(
+      buf, cap,
+      "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %llu, "
+      "\"peak_footprint_bytes\": %llu, "
+      "\"hints\": {\"neighbor\": %llu, \"tree\": %llu, \"container\": %llu}, "
+      "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
+      "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
+      "\"live_bytes\": %llu, \"bootstrap_allocs\": %llu, %s}\n",
+      n.allocs, n.frees, n.peak_live, n.peak_used, hints[0], hints[1], hints[2],
+      hinted, same, predicateName(cfg_.policy), cfg_.k, cfg_.backend, n.live, boot, hw);
+  if (len < 0)
+    return 0;
+  return static_cast<std::size_t>(len) < cap ? static_cast<std::size_t>(len) : cap - 1;
+}
+#else
+void ProcessHeap::startRealtime() {}
+#endif
 
 // --- construction on first use ------------------------------------------------
 
@@ -566,6 +692,7 @@ namespace {
 alignas(ProcessHeap) unsigned char heap_storage[sizeof(ProcessHeap)];
 std::atomic<int> heap_state{0}; // 0 none, 1 constructing, 2 ready
 ProcessHeap *heap_ptr = nullptr;
+thread_local bool constructing __attribute__((tls_model("initial-exec"))) = false;
 } // namespace
 
 ProcessHeap &processHeap() {
@@ -576,9 +703,16 @@ ProcessHeap &processHeap() {
                                          std::memory_order_acq_rel)) {
     Config cfg = readConfig();
     heap_ptr = new (heap_storage) ProcessHeap(cfg);
+    // The real-time heap's model allocates while it starts: this thread's
+    // calls then find the process heap (its K-Bit part) ready.
+    constructing = true;
+    heap_ptr->startRealtime();
+    constructing = false;
     heap_state.store(2, std::memory_order_release);
     return *heap_ptr;
   }
+  if (constructing)
+    return *heap_ptr;
   while (heap_state.load(std::memory_order_acquire) != 2)
     os::yield();
   return *heap_ptr;

@@ -26,6 +26,9 @@
 #include "defero/heaplayers/top/span_arena.h"
 #include "defero/heaplayers/utility/trace_heap.h"
 #include "defero/kbit/kbit_heap.h"
+#if DEFERO_REALTIME
+#include "realtime_heap.h"
+#endif
 
 namespace defero {
 
@@ -79,11 +82,24 @@ public:
 
   const Config &config() const { return cfg_; }
 
+  /// Real-time builds: starts the buddy heap DEFERO_BACKEND names (nothing
+  /// for kbit). Runs once, while the process heap is being constructed:
+  /// the K-Bit heap already serves the model's own allocations.
+  void startRealtime();
+
 private:
+  void unlockAfterFork(bool child);
   void *mallocFresh(std::size_t sz, bool *fresh);
   void *mallocLarge(std::size_t sz, std::size_t align, bool *fresh);
   void *finishSmall(void *p, std::size_t sz);
   void *hinted(std::size_t sz, const PendingHint &h);
+#if DEFERO_REALTIME
+  void *realtimeMalloc(std::size_t sz);
+  std::size_t formatRealtimeStats(char *buf, std::size_t cap);
+  RealtimeHeap *rt_ = nullptr;
+  /// Whether this call should go to the real-time heap.
+  bool realtime() const { return rt_ && !tls_in_realtime; }
+#endif
   bool pathBits(const void *parent, int insert_left, std::uint64_t &bits,
                 unsigned &depth);
   void noteAlloc(void *p, std::size_t usable, std::size_t requested);

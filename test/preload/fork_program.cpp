@@ -47,12 +47,13 @@ int childWork(int id) {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  const int children = argc > 1 ? std::atoi(argv[1]) : 24;
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < 2; ++t)
     threads.emplace_back(churn, 77u + t);
   int bad = 0;
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < children; ++i) {
     pid_t pid = fork();
     if (pid < 0) {
       std::perror("fork");
@@ -74,6 +75,6 @@ int main() {
     ++bad;
   if (bad)
     return 1;
-  std::printf("fork_program: 24 children ok\n");
+  std::printf("fork_program: %d children ok\n", children);
   return 0;
 }

@@ -3,12 +3,14 @@
 
   run_expect.py [--env K=V]... [--exit N|nonzero|abort] [--stderr REGEX]...
                 [--stdout REGEX]... [--stderr-lines N] [--json-file PATH]
-                [--json-min KEY=N]... -- command args...
+                [--json-min KEY=N]... [--json-max KEY=N]... [--json-eq KEY=V]...
+                -- command args...
 
 --exit abort means killed by SIGABRT. --stderr-lines N checks stderr has
 exactly N lines (a one-line error is one line). --json-file reads a JSON
 file the command wrote; --json-min KEY=N requires key (dotted for nested)
-to be >= N. Prints what it checked; exits 1 on the first mismatch.
+to be >= N, --json-max <= N; --json-eq KEY=V requires its value to print
+as V (a string as is, null as null, a number as Python prints it). Prints what it checked; exits 1 on the first mismatch.
 """
 import argparse
 import json
@@ -28,6 +30,8 @@ def main() -> int:
     ap.add_argument("--stderr-lines", type=int)
     ap.add_argument("--json-file")
     ap.add_argument("--json-min", action="append", default=[])
+    ap.add_argument("--json-max", action="append", default=[])
+    ap.add_argument("--json-eq", action="append", default=[])
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -74,15 +78,30 @@ def main() -> int:
                 doc = json.load(f)
         except (OSError, ValueError) as e:
             return fail(f"{a.json_file}: {e}")
-        for spec in a.json_min:
-            key, _, lo = spec.partition("=")
+        def lookup(key):
             v = doc
             for part in key.split("."):
                 if not isinstance(v, dict) or part not in v:
-                    return fail(f"JSON has no key {key}")
+                    return False, None
                 v = v[part]
-            if not isinstance(v, (int, float)) or v < float(lo):
-                return fail(f"JSON {key}={v}, expected >= {lo}")
+            return True, v
+
+        checks = ([(s, ">=") for s in a.json_min] + [(s, "<=") for s in a.json_max] +
+                  [(s, "==") for s in a.json_eq])
+        for spec, op in checks:
+            key, _, want = spec.partition("=")
+            found, v = lookup(key)
+            if not found:
+                return fail(f"JSON has no key {key}")
+            if op == "==":
+                shown = "null" if v is None else str(v)
+                if shown != want:
+                    return fail(f"JSON {key}={shown}, expected {want}")
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return fail(f"JSON {key}={v} is not a number")
+            if (op == ">=" and v < float(want)) or (op == "<=" and v > float(want)):
+                return fail(f"JSON {key}={v}, expected {op} {want}")
         print(f"json: {json.dumps(doc)}")
     print("PASS")
     return 0
