@@ -4,7 +4,10 @@
 #
 #   bash setup.sh demo    install what is missing, build, run the demo
 #   bash setup.sh test    install what is missing, build (warnings are errors),
-#                         run every test (ctest) and print its summary
+#                         run every test (ctest) and print its summary; then
+#                         the same for a real-time build (build-rt/,
+#                         -DDEFERO_BACKEND=hw-obs: programs on the Verilated
+#                         OBS) and its tests
 #   bash setup.sh deps    only install what is missing
 #
 # Must run as root on Debian 12 (bookworm). Only Debian packages are used.
@@ -12,6 +15,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD="${DEFERO_BUILD_DIR:-$ROOT/build}"
+RT_BUILD="${DEFERO_RT_BUILD_DIR:-$ROOT/build-rt}"
 JOBS="${DEFERO_JOBS:-2}"
 
 # Every package the project (and its later parts) needs, with why.
@@ -68,6 +72,11 @@ case "${1:-}" in
     configure_and_build ON
     # ctest prints "N% tests passed, M tests failed out of T" as its summary.
     ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
+    echo "setup.sh: real-time build ($RT_BUILD, DEFERO_BACKEND=hw-obs)"
+    cmake -S "$ROOT" -B "$RT_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DDEFERO_WERROR=ON -DDEFERO_BACKEND=hw-obs -DDEFERO_BUILD_BENCH=OFF
+    cmake --build "$RT_BUILD" -j "$JOBS"
+    ctest --test-dir "$RT_BUILD" --output-on-failure -j "$JOBS"
     ;;
   *) die "usage: bash setup.sh demo|test|deps (got '${1:-}')" ;;
 esac
