@@ -274,10 +274,43 @@ TEST(HwLockstep, EverySequenceOnATinyHeap) {
   std::printf("sequences replayed: %ld\n", sequences);
 }
 
+/// The hardware's own state, read from its header RAM (host RAM models),
+/// against the software model: every free block's tag (free, its level)
+/// and links (next, prev: the same lists in the same order), every
+/// allocated block's tag (busy, its level), and no header anywhere else.
+/// Empty string when all match, else the first difference.
+std::string ramMatches(HostRam &ram, BuddyCore<> &sw, const std::vector<std::uint64_t> &live) {
+  const std::uint64_t units = sw.heapBytes() / 16;
+  std::vector<std::uint32_t> want(units * 3, 0); // tag, next, prev per unit
+  std::vector<bool> linked(units, false);
+  for (unsigned l = 0; l < sw.levels(); ++l) {
+    const std::vector<std::uint64_t> list = sw.freeList(l);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::uint64_t u = list[i] / 16;
+      want[u * 3] = 0x80u | l;
+      want[u * 3 + 1] = i + 1 < list.size() ? static_cast<std::uint32_t>(list[i + 1] / 16) : 0xffffffffu;
+      want[u * 3 + 2] = i > 0 ? static_cast<std::uint32_t>(list[i - 1] / 16) : 0xffffffffu;
+      linked[u] = true;
+    }
+  }
+  for (std::uint64_t off : live)
+    want[off / 16 * 3] = 0x40u | defero::buddy::log2Exact(sw.blockSize(off) / 16);
+  const std::uint32_t *w = ram.data();
+  for (std::uint64_t u = 0; u < units; ++u) {
+    if (w[u * 4] != want[u * 3])
+      return "unit " + std::to_string(u) + ": tag " + std::to_string(w[u * 4]) + ", want " +
+             std::to_string(want[u * 3]);
+    if (linked[u] && (w[u * 4 + 1] != want[u * 3 + 1] || w[u * 4 + 2] != want[u * 3 + 2]))
+      return "unit " + std::to_string(u) + ": links differ from the software lists";
+  }
+  return {};
+}
+
 // The runtime's models (header RAM in the host, heap size chosen at run
 // time through heap_log_i, up to the build's DEFERO_HEAP_BYTES) follow the
 // same policy at each size a run may choose: the smallest heap, and 1 MiB
-// and 64 MiB heaps. RBS's worst find is one cycle per list of the heap
+// and 64 MiB heaps; their header RAM holds exactly the software model's
+// blocks and lists (after every operation on the smallest heap). RBS's worst find is one cycle per list of the heap
 // chosen (it grows with log2 of the heap size); OBS's stays one cycle.
 TEST(HwLockstep, RuntimeModelsAgreeAtTheHeapSizeARunChooses) {
   const unsigned max_log = DEFERO_TEST_HEAP_LOG;
@@ -334,6 +367,13 @@ TEST(HwLockstep, RuntimeModelsAgreeAtTheHeapSizeARunChooses) {
       ASSERT_EQ(static_cast<int>(o.status), static_cast<int>(want.status)) << "OBS, op " << i;
       ASSERT_EQ(r.addr, want.addr) << "RBS, op " << i;
       ASSERT_EQ(o.addr, want.addr) << "OBS, op " << i;
+      // The hardware's own header RAM: after every operation on the
+      // smallest heap (4096 blocks), now and then on the larger ones.
+      if (heap_log == 16 || i % 4096 == 0) {
+        obs.settle();
+        ASSERT_EQ(ramMatches(rbs_ram, sw, live), "") << "RBS, op " << i;
+        ASSERT_EQ(ramMatches(obs_ram, sw, live), "") << "OBS, op " << i;
+      }
       if (i % 4096 == 0) {
         // The lists above this heap's root exist in the RTL, always empty.
         const std::uint64_t above = ~std::uint64_t{0} << sw.levels();
@@ -344,6 +384,12 @@ TEST(HwLockstep, RuntimeModelsAgreeAtTheHeapSizeARunChooses) {
       }
     }
     ASSERT_EQ(sw.check(), "");
+    // The comparison sees a header the hardware did not write.
+    obs.settle();
+    const std::uint32_t saved = obs_ram.data()[4];
+    obs_ram.data()[4] ^= 0x40u;
+    EXPECT_NE(ramMatches(obs_ram, sw, live), "");
+    obs_ram.data()[4] = saved;
     if (heap_log <= 20) {
       EXPECT_GT(ooms, 0) << "the small heaps ran out of memory";
     }
