@@ -188,8 +188,12 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
     return malloc(sz);
   tls_hint.kind = kHintNone;
 #if DEFERO_REALTIME
-  if (realtime())
-    return rt_->mallocAligned(sz, align);
+  if (realtime()) {
+    void *p = rt_->mallocAligned(sz, align);
+    if (p && trace_.enabled())
+      trace_.onMalloc(p, sz);
+    return p;
+  }
 #endif
   const unsigned cls = align <= kMaxSmall && sz <= kMaxSmall
                            ? kbit::alignedClassOf(sz + kCanaryBytes, align)
@@ -266,9 +270,26 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   tls_hint.kind = kHintNone; // a container's node is never realloc'ed
 #if DEFERO_REALTIME
   if (rt_ && rt_->owns(p)) {
-    void *q = rt_->realloc(p, sz, call);
-    if (trace_.enabled() && (q || sz == 0))
+    const std::size_t old = rt_->usableSize(p);
+    if (old == 0)
+      rt_->invalid(call, p);
+    if (sz == 0) { // glibc's behaviour: free and return NULL
+      free(p, call);
+      return nullptr;
+    }
+    // Keep the block while the new size still needs a block of its size.
+    if (sz <= old && (sz > old / 2 || old <= kMinAlignment)) {
+      if (trace_.enabled())
+        trace_.onRealloc(p, p, sz);
+      return p;
+    }
+    void *q = rt_->malloc(sz);
+    if (!q)
+      return nullptr; // p untouched, errno ENOMEM
+    std::memcpy(q, p, old < sz ? old : sz);
+    if (trace_.enabled()) // before p goes back (another thread may get it)
       trace_.onRealloc(p, q, sz);
+    rt_->free(p, call);
     return q;
   }
 #endif

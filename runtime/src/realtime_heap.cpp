@@ -155,7 +155,7 @@ void RealtimeHeap::free(void *p, const char *call) {
     }
   }
   if (!ok)
-    os::fatal_pointer(call, p, kInvalidFree);
+    invalid(call, p);
 }
 
 std::size_t RealtimeHeap::usableSize(const void *p) {
@@ -163,23 +163,8 @@ std::size_t RealtimeHeap::usableSize(const void *p) {
   return backend_->getSize(p);
 }
 
-void *RealtimeHeap::realloc(void *p, std::size_t sz, const char *call) {
-  const std::size_t old = usableSize(p);
-  if (old == 0)
-    os::fatal_pointer(call, p, kInvalidFree);
-  if (sz == 0) { // glibc's behaviour: free and return NULL
-    free(p, call);
-    return nullptr;
-  }
-  // Keep the block while the new size still needs a block of its size.
-  if (sz <= old && (sz > old / 2 || old <= buddy::SoftwareBuddy::kMinBlock))
-    return p;
-  void *q = malloc(sz);
-  if (!q)
-    return nullptr; // p untouched, errno ENOMEM
-  std::memcpy(q, p, old < sz ? old : sz);
-  free(p, call);
-  return q;
+void RealtimeHeap::invalid(const char *call, const void *p) {
+  os::fatal_pointer(call, p, kInvalidFree);
 }
 
 RealtimeHeap::Counts RealtimeHeap::counts() {

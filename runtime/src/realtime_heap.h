@@ -39,11 +39,13 @@ public:
   /// nullptr (errno ENOMEM) when the buddy heap has no block for sz.
   void *malloc(std::size_t sz);
   void *mallocAligned(std::size_t sz, std::size_t align);
-  void *realloc(void *p, std::size_t sz, const char *call);
   /// p must be the start of an allocated block, else a one-line error
   /// naming `call` and the process aborts (double or invalid free).
   void free(void *p, const char *call);
+  /// The block's size, 0 if p does not start an allocated block.
   std::size_t usableSize(const void *p);
+  /// Reports p as an invalid free of `call` in one line, and aborts.
+  [[noreturn]] void invalid(const char *call, const void *p);
 
   const char *base() const { return base_; }
   std::uint64_t heapBytes() const { return bytes_; }

@@ -56,6 +56,11 @@ int main(int argc, char **argv) {
     void *volatile p = std::malloc(1 << 20);
     std::free(p);
     std::free(p);
+  } else if (c == "freed-realloc") {
+    void *volatile p = std::malloc(40);
+    std::free(p);
+    void *q = std::realloc(p, 400);
+    std::printf("realloc returned %p\n", q);
   } else if (c == "foreign-realloc") {
     static char not_heap[64];
     void *q = std::realloc(not_heap, 128);
