@@ -369,10 +369,16 @@ TEST(HwLockstep, RuntimeModelsAgreeAtTheHeapSizeARunChooses) {
       ASSERT_EQ(o.addr, want.addr) << "OBS, op " << i;
       // The hardware's own header RAM: after every operation on the
       // smallest heap (4096 blocks), now and then on the larger ones.
+      // With the software model's invariants (no overlap, alignment, no
+      // uncoalesced buddies, free bytes conserved) and the empty flags.
       if (heap_log == 16 || i % 4096 == 0) {
         obs.settle();
         ASSERT_EQ(ramMatches(rbs_ram, sw, live), "") << "RBS, op " << i;
         ASSERT_EQ(ramMatches(obs_ram, sw, live), "") << "OBS, op " << i;
+        ASSERT_EQ(sw.check(), "") << "op " << i;
+        const std::uint64_t mask = (std::uint64_t{1} << sw.levels()) - 1;
+        ASSERT_EQ(rbs.emptyFlags() & mask, swEmptyFlags(sw)) << "op " << i;
+        ASSERT_EQ(obs.emptyFlags() & mask, swEmptyFlags(sw)) << "op " << i;
       }
       if (i % 4096 == 0) {
         // The lists above this heap's root exist in the RTL, always empty.
