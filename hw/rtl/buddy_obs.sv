@@ -30,13 +30,7 @@ module buddy_obs #(
       .resp_valid_o, .resp_status_o, .resp_addr_o, .find_cycles_o, .empty_o,
       .ram_req_o(ram_req), .ram_we_o(ram_we), .ram_addr_o(ram_addr),
       .ram_wdata_o(ram_wdata), .ram_rvalid_i(ram_rvalid), .ram_rdata_i(ram_rdata));
-  if (HOST_RAM != 0) begin : g_host_ram
-    buddy_ram_host #(.ADDR_BITS(AddrBits), .READ_LATENCY(RAM_LATENCY)) u_ram (
-        .clk_i, .req_i(ram_req), .we_i(ram_we), .addr_i(ram_addr), .wdata_i(ram_wdata),
-        .rvalid_o(ram_rvalid), .rdata_o(ram_rdata));
-  end else begin : g_ram
-    buddy_ram #(.ADDR_BITS(AddrBits), .READ_LATENCY(RAM_LATENCY)) u_ram (
-        .clk_i, .req_i(ram_req), .we_i(ram_we), .addr_i(ram_addr), .wdata_i(ram_wdata),
-        .rvalid_o(ram_rvalid), .rdata_o(ram_rdata));
-  end
+  buddy_ram #(.ADDR_BITS(AddrBits), .READ_LATENCY(RAM_LATENCY), .HOST(HOST_RAM)) u_ram (
+      .clk_i, .req_i(ram_req), .we_i(ram_we), .addr_i(ram_addr), .wdata_i(ram_wdata),
+      .rvalid_o(ram_rvalid), .rdata_o(ram_rdata));
 endmodule

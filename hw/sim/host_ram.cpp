@@ -1,4 +1,4 @@
-// host_ram.cpp - HostRam, and the DPI-C functions buddy_ram_host.sv imports.
+// host_ram.cpp - HostRam, and the DPI-C functions buddy_ram.sv imports (HOST=1).
 #include "host_ram.h"
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// host_ram.h - the host side of buddy_ram_host.sv: the header words of a
+// host_ram.h - the host side of buddy_ram.sv with HOST=1: the header words of a
 // Verilated allocator built with HOST_RAM=1 live in a sparse anonymous
 // mapping (zero until written, pages taken only where headers are), read
 // and written by the model through the DPI-C functions defero_hw_ram_read
