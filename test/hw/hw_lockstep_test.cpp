@@ -69,6 +69,15 @@ std::uint64_t swEmptyFlags(BuddyCore<> &sw) {
   return f;
 }
 
+/// Removes a random element of `live` and returns it.
+std::uint64_t takeRandom(std::vector<std::uint64_t> &live, std::mt19937_64 &rng) {
+  const std::size_t k = rng() % live.size();
+  const std::uint64_t off = live[k];
+  live[k] = live.back();
+  live.pop_back();
+  return off;
+}
+
 long opsFromEnv(long fallback) {
   const char *e = std::getenv("DEFERO_HW_OPS");
   return e ? std::atol(e) : fallback;
@@ -104,10 +113,7 @@ TEST(HwLockstep, RbsObsAndSoftwareAgreeOnAMillionRandomOperations) {
         ++ooms;
       }
     } else if (pick < 97) {
-      const std::size_t k = rng() % live.size();
-      const std::uint64_t off = live[k];
-      live[k] = live.back();
-      live.pop_back();
+      const std::uint64_t off = takeRandom(live, rng);
       want = expectFree(sw, off);
       r = rbs.free(off);
       o = obs.free(off);
@@ -355,10 +361,7 @@ TEST(HwLockstep, RuntimeModelsAgreeAtTheHeapSizeARunChooses) {
         else
           ++ooms;
       } else {
-        const std::size_t k = rng() % live.size();
-        const std::uint64_t off = live[k];
-        live[k] = live.back();
-        live.pop_back();
+        const std::uint64_t off = takeRandom(live, rng);
         want = expectFree(sw, off);
         r = rbs.free(off);
         o = obs.free(off);
