@@ -18,6 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "defero/heaplayers/buildingblock/bump_heap.h"
 #include "defero/heaplayers/buildingblock/free_list_heap.h"
 #include "defero/heaplayers/buildingblock/size_class_heap.h"
@@ -26,6 +29,7 @@
 #include "defero/heaplayers/threads/locked_heap.h"
 #include "defero/heaplayers/threads/spin_lock.h"
 #include "defero/heaplayers/threads/thread_heap.h"
+#include "defero/heaplayers/threads/ticket_lock.h"
 #include "defero/heaplayers/top/mmap_heap.h"
 #include "defero/heaplayers/top/shared_arena.h"
 #include "defero/heaplayers/top/span_arena.h"
@@ -592,6 +596,56 @@ template <class Lock> void hammerLocked() {
 
 TEST(LockedHeap, SerialisesEveryCallWithASpinLock) { hammerLocked<SpinLock>(); }
 TEST(LockedHeap, SerialisesEveryCallWithAStdMutex) { hammerLocked<std::mutex>(); }
+TEST(LockedHeap, SerialisesEveryCallWithATicketLock) { hammerLocked<TicketLock>(); }
+
+// Waiters get the lock in the order they asked for it.
+TEST(TicketLock, ServesWaitersInArrivalOrder) {
+  TicketLock lock;
+  std::vector<int> order;
+  lock.lock();
+  std::vector<std::thread> ts;
+  for (int id = 1; id <= 3; ++id) {
+    ts.emplace_back([&, id] {
+      lock.lock();
+      order.push_back(id);
+      lock.unlock();
+    });
+    while (lock.queued() != static_cast<unsigned>(id) + 1) // its ticket is taken
+      std::this_thread::yield();
+  }
+  lock.unlock();
+  for (auto &t : ts)
+    t.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(lock.queued(), 0u);
+}
+
+// A child forked while another thread waits for the lock would wait
+// forever for that thread's turn; resetInChild starts it afresh.
+TEST(TicketLock, AForkedChildResetsTheLock) {
+  TicketLock lock;
+  lock.lock();
+  std::thread waiter([&] {
+    lock.lock();
+    lock.unlock();
+  });
+  while (lock.queued() != 2)
+    std::this_thread::yield();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(10); // a deadlock ends as SIGALRM, not a hung test
+    lock.resetInChild();
+    lock.lock();
+    lock.unlock();
+    _exit(lock.queued() == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  lock.unlock();
+  waiter.join();
+}
 
 template <class H>
 constexpr bool kHasHintedEntries = requires(H h) {

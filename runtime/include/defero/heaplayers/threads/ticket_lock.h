@@ -33,6 +33,10 @@ public:
                    std::memory_order_release);
   }
 
+  /// Threads holding or waiting for the lock (a snapshot, for tests).
+  unsigned queued() const {
+    return next_.load(std::memory_order_relaxed) - serving_.load(std::memory_order_relaxed);
+  }
   /// In a forked child holding the lock: the tickets of the parent's
   /// other waiters will never be served there, so start afresh, unlocked.
   void resetInChild() {
