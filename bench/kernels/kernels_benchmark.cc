@@ -1,0 +1,326 @@
+// kernels_benchmark - the Defero paper's list and tree micro-kernels
+// (section 6) as Google Benchmark benchmarks, one generic kernel per
+// container, registered at run time for every allocation path this binary
+// has (the libc++ container benchmarks' way):
+//
+//   List: warm the heap (2N node-sized objects, a random N freed), build a
+//         list of N random ints alternating push_back/push_front, then
+//         for_each, sort, clear.
+//   Tree: warm the heap (a set of 3N keys, a random N erased), build a set
+//         of N random keys, N random finds, for_each, destroy.
+//
+// Each phase is timed on its own and reported as a counter in nanoseconds
+// per node (build_ns, for_each_ns, ...); the benchmark's own (manual) time
+// is the sum of the timed phases. `checksum` must be equal for every
+// allocator and path.
+//
+// Variants:
+//   std     std::allocator: whatever malloc the process has (glibc, a
+//           preloaded peer, libdefero), with the hints the build sends
+//           (none; the plugin's; the patched libstdc++'s).
+//   ideal   the physical limit: after the same build, the container is
+//           rebuilt with its nodes contiguous in traversal order (a bump
+//           arena), and the phases after the build run on that copy.
+//   defero/<pred>/k<K>  defero::allocator<T, KBit<K>, Pred> (only when
+//           built with DEFERO_BENCH_ALLOCATOR: the patched include path
+//           passes it the node hints through allocate(n, hint)).
+//
+//   kernels_benchmark [--list-n=N] [--tree-n=N] [--seed=S] [benchmark flags]
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <sys/mman.h>
+
+#ifdef DEFERO_BENCH_ALLOCATOR
+#include "defero/allocator.h"
+#endif
+
+namespace {
+
+std::size_t list_n = 1000000;
+std::size_t tree_n = 3000000;
+unsigned seed = 42;
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// The ideal layout's memory: one mapping, handed out in order, released
+/// all at once. Nodes allocated in traversal order sit contiguously.
+class BumpArena {
+public:
+  explicit BumpArena(std::size_t bytes) : size_(bytes) {
+    void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "kernels_benchmark: cannot map %zu bytes for the ideal layout\n", bytes);
+      std::exit(1);
+    }
+    base_ = static_cast<char *>(p);
+  }
+  ~BumpArena() { ::munmap(base_, size_); }
+  void *allocate(std::size_t bytes, std::size_t align) {
+    used_ = (used_ + align - 1) & ~(align - 1);
+    if (used_ + bytes > size_)
+      throw std::bad_alloc();
+    void *p = base_ + used_;
+    used_ += bytes;
+    return p;
+  }
+
+private:
+  char *base_;
+  std::size_t size_, used_ = 0;
+};
+
+BumpArena *current_arena = nullptr;
+
+template <class T> struct BumpAllocator {
+  using value_type = T;
+  BumpAllocator() = default;
+  template <class U> BumpAllocator(const BumpAllocator<U> &) {}
+  T *allocate(std::size_t n) {
+    return static_cast<T *>(current_arena->allocate(n * sizeof(T), alignof(T)));
+  }
+  void deallocate(T *, std::size_t) {}
+  template <class U> bool operator==(const BumpAllocator<U> &) const { return true; }
+};
+
+/// Phase times of one kernel run, seconds.
+struct Phases {
+  std::vector<std::pair<const char *, double>> t;
+  long long checksum = 0;
+  void add(const char *name, double s) { t.emplace_back(name, s); }
+};
+
+void report(benchmark::State &state, const std::vector<Phases> &runs, std::size_t n) {
+  if (runs.empty())
+    return;
+  for (std::size_t i = 0; i < runs[0].t.size(); ++i) {
+    double sum = 0;
+    for (const Phases &r : runs)
+      sum += r.t[i].second;
+    state.counters[std::string(runs[0].t[i].first) + "_ns"] =
+        benchmark::Counter(sum / static_cast<double>(runs.size()) * 1e9 / static_cast<double>(n));
+  }
+  state.counters["checksum"] = static_cast<double>(runs[0].checksum);
+  for (const Phases &r : runs)
+    if (r.checksum != runs[0].checksum)
+      state.SkipWithError("checksum differs between iterations");
+  state.counters["nodes"] = static_cast<double>(n);
+}
+
+/// Warms the heap as the paper does: 2N objects of a list node's size, a
+/// random N of them freed. Returns the N still held (freed by the caller).
+std::vector<void *> warmList(std::size_t n, std::mt19937 &rng) {
+  std::vector<void *> warm(2 * n);
+  for (auto &p : warm)
+    p = ::operator new(24);
+  std::shuffle(warm.begin(), warm.end(), rng);
+  for (std::size_t i = 0; i < n; ++i)
+    ::operator delete(warm[i]);
+  warm.erase(warm.begin(), warm.begin() + static_cast<long>(n));
+  return warm;
+}
+
+template <class Alloc, bool Ideal> void BM_ListKernel(benchmark::State &state) {
+  const std::size_t n = list_n;
+  std::vector<Phases> runs;
+  for (auto _ : state) {
+    std::mt19937 rng(seed);
+    std::vector<void *> warm = warmList(n, rng);
+    std::vector<int> values(n);
+    for (auto &v : values)
+      v = static_cast<int>(rng() % 1000000);
+    Phases ph;
+    std::list<int, Alloc> l;
+    auto t0 = Clock::now();
+    for (std::size_t i = 0; i < n; ++i)
+      (i % 2 == 0) ? l.push_back(values[i]) : l.push_front(values[i]);
+    ph.add("build", secondsSince(t0));
+
+    auto phases = [&](auto &list) {
+      auto t = Clock::now();
+      std::for_each(list.begin(), list.end(), [](int &x) { ++x; });
+      ph.add("for_each", secondsSince(t));
+      long long sum = 0;
+      for (int x : list)
+        sum += x;
+      t = Clock::now();
+      list.sort();
+      ph.add("sort", secondsSince(t));
+      t = Clock::now();
+      std::for_each(list.begin(), list.end(), [](int &x) { ++x; });
+      ph.add("for_each_sorted", secondsSince(t));
+      ph.checksum = sum * 31 + list.front() * 7 + list.back();
+      t = Clock::now();
+      list.clear();
+      ph.add("clear", secondsSince(t));
+    };
+    if constexpr (Ideal) {
+      BumpArena arena(n * 64 + (1 << 20));
+      current_arena = &arena;
+      std::list<int, BumpAllocator<int>> ideal(l.begin(), l.end()); // traversal order
+      phases(ideal);
+      current_arena = nullptr;
+    } else {
+      phases(l);
+    }
+    for (void *p : warm)
+      ::operator delete(p);
+    runs.push_back(ph);
+    state.SetIterationTime([&] {
+      double s = 0;
+      for (auto &p : ph.t)
+        s += p.second;
+      return s;
+    }());
+  }
+  report(state, runs, n);
+}
+
+template <class Alloc, bool Ideal> void BM_TreeKernel(benchmark::State &state) {
+  const std::size_t n = tree_n;
+  std::vector<Phases> runs;
+  for (auto _ : state) {
+    std::mt19937 rng(seed + 1);
+    // Warm: a set of 3N keys, a random N of them erased (the set stays).
+    std::set<int> warm;
+    std::vector<int> keys(3 * n);
+    for (auto &k : keys) {
+      k = static_cast<int>(rng());
+      warm.insert(k);
+    }
+    std::shuffle(keys.begin(), keys.end(), rng);
+    for (std::size_t i = 0; i < n; ++i)
+      warm.erase(keys[i]);
+    std::vector<int> insert(n), probe(n);
+    for (auto &k : insert)
+      k = static_cast<int>(rng() % (8 * n));
+    for (auto &k : probe)
+      k = static_cast<int>(rng() % (8 * n));
+
+    Phases ph;
+    auto s = std::make_unique<std::set<int, std::less<int>, Alloc>>();
+    auto t0 = Clock::now();
+    for (int k : insert)
+      s->insert(k);
+    ph.add("build", secondsSince(t0));
+
+    auto phases = [&](auto &set) {
+      auto t = Clock::now();
+      long long hits = 0;
+      for (int k : probe)
+        hits += set.find(k) != set.end();
+      ph.add("find", secondsSince(t));
+      long long sum = 0;
+      t = Clock::now();
+      std::for_each(set.begin(), set.end(), [&sum](int k) { sum += k; });
+      ph.add("for_each", secondsSince(t));
+      ph.checksum = hits * 1000003 + sum;
+      t = Clock::now();
+      set.clear();
+      ph.add("destroy", secondsSince(t));
+    };
+    if constexpr (Ideal) {
+      BumpArena arena(n * 64 + (1 << 20));
+      current_arena = &arena;
+      // In key order: in-order traversal walks memory forwards.
+      std::set<int, std::less<int>, BumpAllocator<int>> ideal(s->begin(), s->end());
+      s->clear();
+      phases(ideal);
+      current_arena = nullptr;
+    } else {
+      phases(*s);
+    }
+    runs.push_back(ph);
+    state.SetIterationTime([&] {
+      double sec = 0;
+      for (auto &p : ph.t)
+        sec += p.second;
+      return sec;
+    }());
+  }
+  report(state, runs, n);
+}
+
+template <class Alloc, bool Ideal> void registerVariant(const std::string &name) {
+  benchmark::RegisterBenchmark(("List/" + name).c_str(), BM_ListKernel<Alloc, Ideal>)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(("Tree/" + name).c_str(), BM_TreeKernel<Alloc, Ideal>)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
+#ifdef DEFERO_BENCH_ALLOCATOR
+template <class Pred, unsigned... Ks> void registerDefero(const char *pred) {
+  (registerVariant<defero::allocator<int, defero::KBit<Ks>, Pred>, false>(
+       std::string("defero/") + pred + "/k" + std::to_string(Ks)),
+   ...);
+}
+#endif
+
+/// Takes --name=N off argv (benchmark::Initialize rejects flags it does
+/// not know); a bad value is a one-line error.
+bool takeFlag(int &argc, char **argv, const char *name, unsigned long long lo,
+              unsigned long long &out) {
+  const std::size_t len = std::strlen(name);
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], name, len) != 0 || argv[i][len] != '=')
+      continue;
+    const char *v = argv[i] + len + 1;
+    char *end = nullptr;
+    const unsigned long long x = std::strtoull(v, &end, 10);
+    if (!*v || *end || *v == '-' || x < lo || x > (1ull << 32)) {
+      std::fprintf(stderr, "kernels_benchmark: %s='%s' is not valid; accepted: an integer from %llu to %llu\n",
+                   name, v, lo, 1ull << 32);
+      std::exit(2);
+    }
+    out = x;
+    for (int j = i; j + 1 < argc; ++j)
+      argv[j] = argv[j + 1];
+    --argc;
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  unsigned long long v;
+  if (takeFlag(argc, argv, "--list-n", 1, v))
+    list_n = v;
+  if (takeFlag(argc, argv, "--tree-n", 1, v))
+    tree_n = v;
+  if (takeFlag(argc, argv, "--seed", 0, v))
+    seed = static_cast<unsigned>(v);
+  registerVariant<std::allocator<int>, false>("std");
+  registerVariant<std::allocator<int>, true>("ideal");
+#ifdef DEFERO_BENCH_ALLOCATOR
+  registerDefero<defero::First, 12, 16, 20, 24, 28>("first");
+  registerDefero<defero::Best, 12, 16, 20, 24, 28>("best");
+  registerDefero<defero::Path, 20>("path");
+#endif
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
