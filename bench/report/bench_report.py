@@ -282,7 +282,7 @@ def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing):
     path = os.path.join(a.out, "REPORT.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print(f"{PROG}: wrote {path}")
+    print(f"{PROG}: wrote {path} with {len(plots)} plots")
 
 
 def plot(out, sweep, ks, get, peers):
