@@ -124,6 +124,25 @@ void report(benchmark::State &state, const std::vector<Phases> &runs, std::size_
   state.counters["nodes"] = static_cast<double>(n);
 }
 
+// The traversal phases as functions of their own, never inlined, so that
+// callgrind can count the cache misses of just these (--toggle-collect=
+// 'phase*': bench_report.py's locality table).
+template <class List> __attribute__((noinline)) void phaseListForEach(List &list) {
+  std::for_each(list.begin(), list.end(), [](int &x) { ++x; });
+}
+template <class Set>
+__attribute__((noinline)) long long phaseTreeFind(const Set &set, const std::vector<int> &probe) {
+  long long hits = 0;
+  for (int k : probe)
+    hits += set.find(k) != set.end();
+  return hits;
+}
+template <class Set> __attribute__((noinline)) long long phaseTreeForEach(const Set &set) {
+  long long sum = 0;
+  std::for_each(set.begin(), set.end(), [&sum](int k) { sum += k; });
+  return sum;
+}
+
 /// Warms the heap as the paper does: 2N objects of a list node's size, a
 /// random N of them freed. Returns the N still held (freed by the caller).
 std::vector<void *> warmList(std::size_t n, std::mt19937 &rng) {
@@ -155,7 +174,7 @@ template <class Alloc, bool Ideal> void BM_ListKernel(benchmark::State &state) {
 
     auto phases = [&](auto &list) {
       auto t = Clock::now();
-      std::for_each(list.begin(), list.end(), [](int &x) { ++x; });
+      phaseListForEach(list);
       ph.add("for_each", secondsSince(t));
       long long sum = 0;
       for (int x : list)
@@ -223,13 +242,10 @@ template <class Alloc, bool Ideal> void BM_TreeKernel(benchmark::State &state) {
 
     auto phases = [&](auto &set) {
       auto t = Clock::now();
-      long long hits = 0;
-      for (int k : probe)
-        hits += set.find(k) != set.end();
+      const long long hits = phaseTreeFind(set, probe);
       ph.add("find", secondsSince(t));
-      long long sum = 0;
       t = Clock::now();
-      std::for_each(set.begin(), set.end(), [&sum](int k) { sum += k; });
+      const long long sum = phaseTreeForEach(set);
       ph.add("for_each", secondsSince(t));
       ph.checksum = hits * 1000003 + sum;
       t = Clock::now();
