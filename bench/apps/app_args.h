@@ -1,5 +1,6 @@
-// app_args.h - the applications' command line: `--name value` pairs, each
-// an integer in a range; anything else is a one-line error (exit 2).
+// app_args.h - what the applications share: the command line (`--name
+// value` pairs, each an integer in a range; anything else is a one-line
+// error, exit 2) and their peak resident memory.
 #pragma once
 
 #include <cstdio>
@@ -51,5 +52,21 @@ private:
   char **argv_;
   const char *prog_;
 };
+
+/// This process's peak resident memory (VmHWM), bytes; 0 if unknown. (A
+/// parent's getrusage cannot tell it: the peak counted there includes the
+/// parent's own memory, inherited by fork before exec.)
+inline unsigned long long peakRssBytes() {
+  FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f)
+    return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (!std::strncmp(line, "VmHWM:", 6))
+      kb = std::strtoull(line + 6, nullptr, 10);
+  std::fclose(f);
+  return kb * 1024;
+}
 
 } // namespace defero_bench

@@ -7,7 +7,7 @@
 // tallied in a std::map keyed by hop count.
 //
 //   debruijn_net [--bits B] [--rounds R] [--messages M] [--seed S]
-//   prints: debruijn_net nodes=N rounds=R time_ms=T checksum=C
+//   prints: debruijn_net nodes=N rounds=R time_ms=T checksum=C peak_rss_bytes=R
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
       checksum = checksum * 31u + static_cast<std::uint64_t>(w);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("debruijn_net nodes=%d rounds=%lld time_ms=%.1f checksum=%llu\n", n, rounds, ms,
-              static_cast<unsigned long long>(checksum));
+  std::printf("debruijn_net nodes=%d rounds=%lld time_ms=%.1f checksum=%llu peak_rss_bytes=%llu\n", n, rounds, ms,
+              static_cast<unsigned long long>(checksum), defero_bench::peakRssBytes());
   return 0;
 }

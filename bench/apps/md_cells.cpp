@@ -8,7 +8,7 @@
 // the same trajectory; the checksum proves it.
 //
 //   md_cells [--particles N] [--steps S] [--seed S]
-//   prints: md_cells particles=N steps=S time_ms=T checksum=C
+//   prints: md_cells particles=N steps=S time_ms=T checksum=C peak_rss_bytes=R
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
       checksum = checksum * 1000003u + static_cast<std::uint64_t>(p.x * 3 + p.y * 7 + p.id) + c;
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("md_cells particles=%lld steps=%lld time_ms=%.1f checksum=%llu\n", n, steps, ms,
-              static_cast<unsigned long long>(checksum));
+  std::printf("md_cells particles=%lld steps=%lld time_ms=%.1f checksum=%llu peak_rss_bytes=%llu\n", n, steps, ms,
+              static_cast<unsigned long long>(checksum), defero_bench::peakRssBytes());
   return 0;
 }

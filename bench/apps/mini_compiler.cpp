@@ -10,7 +10,7 @@
 //   dce        dead-code elimination from a std::set worklist of uses
 //
 //   mini_compiler [--functions F] [--instructions I] [--seed S]
-//   prints: mini_compiler functions=F time_ms=T checksum=C
+//   prints: mini_compiler functions=F time_ms=T checksum=C peak_rss_bytes=R
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
   checksum ^= removed;
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("mini_compiler functions=%lld time_ms=%.1f checksum=%llu\n", functions, ms,
-              static_cast<unsigned long long>(checksum));
+  std::printf("mini_compiler functions=%lld time_ms=%.1f checksum=%llu peak_rss_bytes=%llu\n", functions, ms,
+              static_cast<unsigned long long>(checksum), defero_bench::peakRssBytes());
   return 0;
 }

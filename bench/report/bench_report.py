@@ -100,7 +100,8 @@ class Runner:
 
 
 def run_app(self, label, binary, env, args):
-    """Runs an application; returns (milliseconds, checksum) from its line."""
+    """Runs an application; returns (milliseconds, checksum, peak RSS bytes)
+    from the line it prints."""
     self.count += 1
     print(f"{PROG}: [{self.count}] {label} ...", flush=True)
     full_env = dict(os.environ)
@@ -115,9 +116,9 @@ def run_app(self, label, binary, env, args):
         fail(f"{label}: {os.path.basename(binary)} exited {p.returncode}: {last}")
     fields = dict(kv.split("=", 1) for kv in p.stdout.split() if "=" in kv)
     try:
-        return float(fields["time_ms"]), fields["checksum"]
+        return float(fields["time_ms"]), fields["checksum"], int(fields["peak_rss_bytes"])
     except (KeyError, ValueError):
-        fail(f"{label}: no time_ms=/checksum= in its output")
+        fail(f"{label}: no time_ms=/checksum=/peak_rss_bytes= in its output")
 
 
 Runner.run_app = run_app
@@ -249,7 +250,8 @@ def main():
 
 
 def run_apps(r, a, apps, peers, reps):
-    """[(app, config label, group, ms)], checksums checked equal per app."""
+    """[(app, config label, group, ms, peak RSS bytes)], checksums checked
+    equal per app."""
     out = []
     for name, plain, plugin, stlpatch in apps:
         args = APP_ARGS[a.scale].get(name, [])
@@ -261,13 +263,14 @@ def run_apps(r, a, apps, peers, reps):
                     ("defero stl-patch, auto", "defero", stlpatch, {})]
         sums = {}
         for label, group, binary, env in configs:
-            times = []
+            times, rss = [], 0
             for _ in range(reps):
-                ms, checksum = r.run_app(f"{name}, {label}", binary, env, args)
+                ms, checksum, peak = r.run_app(f"{name}, {label}", binary, env, args)
                 times.append(ms)
+                rss = max(rss, peak)
                 sums[label] = checksum
             times.sort()
-            out.append((name, label, group, times[len(times) // 2]))
+            out.append((name, label, group, times[len(times) // 2], rss))
         if len(set(sums.values())) != 1:
             fail(f"{name}: checksums differ between allocators: {sums}")
     return out
@@ -480,28 +483,38 @@ def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, fr
                       ratio(row.get("build", 0), best_peer(kernel, "build")), "≤", 1.3))
     if app_rows:
         lines += ["## Applications", "",
-                  "Milliseconds per run (glibc's time / this one's in brackets: above 1 is faster); "
+                  "Milliseconds per run (glibc's time / this one's in brackets: above 1 is faster; the median of the runs); "
                   "every configuration printed the same checksum.", "",
                   "| configuration | " + " | ".join(sorted({n for n, *_ in app_rows})) + " |",
                   "|---|" + "---|" * len({n for n, *_ in app_rows})]
         names = sorted({n for n, *_ in app_rows})
         labels = []
-        for _, lab, _, _ in app_rows:
+        for _, lab, *_ in app_rows:
             if lab not in labels:
                 labels.append(lab)
-        t = {(n, lab): ms for n, lab, _, ms in app_rows}
+        t = {(n, lab): ms for n, lab, _, ms, _ in app_rows}
+        rss = {(n, lab): peak for n, lab, _, _, peak in app_rows}
         for lab in labels:
             cells = []
             for n in names:
                 ms = t.get((n, lab))
                 cells.append("—" if ms is None else f"{ms:.0f} ({ratio(t.get((n, 'glibc'), 0), ms):.2f})")
             lines.append(f"| {lab} | " + " | ".join(cells) + " |")
+        lines += ["", "Peak resident memory, MB (its ratio to glibc's in brackets):", "",
+                  "| configuration | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        for lab in labels:
+            lines.append(f"| {lab} | " + " | ".join(
+                "—" if (n, lab) not in rss else
+                f"{rss[(n, lab)] / 1e6:.1f} ({ratio(rss[(n, lab)], rss.get((n, 'glibc'), 0)):.2f})"
+                for n in names) + " |")
         lines.append("")
         for n in names:
-            peer_best = min((ms for nn, lab, grp, ms in app_rows if nn == n and grp == "peer"),
+            peer_best = min((ms for nn, lab, grp, ms, _ in app_rows if nn == n and grp == "peer"),
                             default=0)
             goals.append((f"{n} ≥ 1.15× faster than the best peer",
                           ratio(peer_best, t.get((n, d), 0)), "≥", 1.15))
+            goals.append((f"{n} peak RSS ≤ 1.15× glibc's",
+                          ratio(rss.get((n, d), 0), rss.get((n, "glibc"), 0)), "≤", 1.15))
     if frag_rows:
         traces, allocs = [], []
         for tr, al, *_ in frag_rows:
@@ -529,7 +542,7 @@ def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, fr
     for text, value, op, bound in goals:
         met = value <= bound if op == "≤" else value >= bound
         lines.append(f"| {text} | {value:.2f} | {'yes' if met else '**no**'} |")
-    lines += ["", "Not yet measured here: peak RSS (issue 6, in progress).", ""]
+    lines.append("")
     if loc_rows:
         phases = [p for p, _, _ in LOCALITY_PHASES]
         labels = []
