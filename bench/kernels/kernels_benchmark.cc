@@ -105,6 +105,12 @@ struct Phases {
   std::vector<std::pair<const char *, double>> t;
   long long checksum = 0;
   void add(const char *name, double s) { t.emplace_back(name, s); }
+  double total() const {
+    double sum = 0;
+    for (const auto &p : t)
+      sum += p.second;
+    return sum;
+  }
 };
 
 void report(benchmark::State &state, const std::vector<Phases> &runs, std::size_t n) {
@@ -202,12 +208,7 @@ template <class Alloc, bool Ideal> void BM_ListKernel(benchmark::State &state) {
     for (void *p : warm)
       ::operator delete(p);
     runs.push_back(ph);
-    state.SetIterationTime([&] {
-      double s = 0;
-      for (auto &p : ph.t)
-        s += p.second;
-      return s;
-    }());
+    state.SetIterationTime(ph.total());
   }
   report(state, runs, n);
 }
@@ -264,12 +265,7 @@ template <class Alloc, bool Ideal> void BM_TreeKernel(benchmark::State &state) {
       phases(*s);
     }
     runs.push_back(ph);
-    state.SetIterationTime([&] {
-      double sec = 0;
-      for (auto &p : ph.t)
-        sec += p.second;
-      return sec;
-    }());
+    state.SetIterationTime(ph.total());
   }
   report(state, runs, n);
 }

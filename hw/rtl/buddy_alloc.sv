@@ -1,6 +1,9 @@
-// buddy_obs - OBS, the optimised buddy system: the controller with
-// Fast-Find and Fast-Return, and its heap RAM.
-module buddy_obs #(
+// buddy_alloc - a hardware buddy allocator: the controller and its heap
+// RAM. FAST = 0 is RBS, the reference buddy system (a linear search of the
+// free lists, the answer when the whole operation is done); FAST = 1 is
+// OBS, the optimised one (Fast-Find and Fast-Return). See buddy_ctrl.sv.
+module buddy_alloc #(
+    parameter int unsigned FAST = 1,
     parameter int unsigned HEAP_LOG = 20,
     parameter int unsigned MIN_LOG = 4,
     parameter int unsigned RAM_LATENCY = 1,
@@ -25,7 +28,7 @@ module buddy_obs #(
   logic [AddrBits-1:0] ram_addr;
   logic [31:0] ram_wdata, ram_rdata;
 
-  buddy_ctrl #(.HEAP_LOG(HEAP_LOG), .MIN_LOG(MIN_LOG), .FAST(1'b1)) u_ctrl (
+  buddy_ctrl #(.HEAP_LOG(HEAP_LOG), .MIN_LOG(MIN_LOG), .FAST(FAST != 0)) u_ctrl (
       .clk_i, .rst_ni, .heap_log_i, .req_valid_i, .req_ready_o, .req_free_i, .req_arg_i,
       .resp_valid_o, .resp_status_o, .resp_addr_o, .find_cycles_o, .empty_o,
       .ram_req_o(ram_req), .ram_we_o(ram_we), .ram_addr_o(ram_addr),
