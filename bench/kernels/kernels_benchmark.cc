@@ -41,7 +41,11 @@
 #include <string>
 #include <vector>
 
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifdef DEFERO_BENCH_ALLOCATOR
 #include "defero/allocator.h"
@@ -100,11 +104,68 @@ template <class T> struct BumpAllocator {
   template <class U> bool operator==(const BumpAllocator<U> &) const { return true; }
 };
 
-/// Phase times of one kernel run, seconds.
+/// Hardware cache-miss counters (L1d read misses, last-level misses) of
+/// this thread, through perf_event_open, where the kernel and the machine
+/// offer them; virtual machines often do not, and then nothing is counted
+/// and the counters are not reported.
+class HwCounters {
+public:
+  HwCounters() {
+    fd_[0] = open(PERF_TYPE_HW_CACHE, PERF_COUNT_HW_CACHE_L1D | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
+                                          (PERF_COUNT_HW_CACHE_RESULT_MISS << 16));
+    fd_[1] = open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES);
+  }
+  ~HwCounters() {
+    for (int fd : fd_)
+      if (fd >= 0)
+        ::close(fd);
+  }
+  bool available() const { return fd_[0] >= 0 && fd_[1] >= 0; }
+  /// The two counts so far (zero when not available).
+  std::pair<double, double> read() const {
+    if (!available())
+      return {0, 0};
+    std::uint64_t v[2] = {0, 0};
+    for (int i = 0; i < 2; ++i)
+      if (::read(fd_[i], &v[i], sizeof v[i]) != sizeof v[i])
+        v[i] = 0;
+    return {static_cast<double>(v[0]), static_cast<double>(v[1])};
+  }
+
+private:
+  static int open(std::uint32_t type, std::uint64_t config) {
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = type;
+    attr.config = config;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    return static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+  }
+  int fd_[2];
+};
+
+const HwCounters &hwCounters() {
+  static const HwCounters c;
+  return c;
+}
+
+/// Phase times of one kernel run, seconds, and the phases' hardware
+/// cache misses when counted.
 struct Phases {
   std::vector<std::pair<const char *, double>> t;
+  std::vector<std::pair<double, double>> misses; // L1d, last level
+  std::pair<double, double> at = hwCounters().read();
   long long checksum = 0;
-  void add(const char *name, double s) { t.emplace_back(name, s); }
+  /// Ends a phase: its time, and the misses since the previous phase ended
+  /// (or since construction); mark() restarts the count after untimed work.
+  void add(const char *name, double s) {
+    const auto now = hwCounters().read();
+    t.emplace_back(name, s);
+    misses.emplace_back(now.first - at.first, now.second - at.second);
+    at = now;
+  }
+  void mark() { at = hwCounters().read(); }
   double total() const {
     double sum = 0;
     for (const auto &p : t)
@@ -122,7 +183,18 @@ void report(benchmark::State &state, const std::vector<Phases> &runs, std::size_
       sum += r.t[i].second;
     state.counters[std::string(runs[0].t[i].first) + "_ns"] =
         benchmark::Counter(sum / static_cast<double>(runs.size()) * 1e9 / static_cast<double>(n));
+    if (hwCounters().available()) {
+      double l1 = 0, ll = 0;
+      for (const Phases &r : runs) {
+        l1 += r.misses[i].first;
+        ll += r.misses[i].second;
+      }
+      const double per = static_cast<double>(runs.size()) * static_cast<double>(n);
+      state.counters[std::string(runs[0].t[i].first) + "_l1d_misses"] = benchmark::Counter(l1 / per);
+      state.counters[std::string(runs[0].t[i].first) + "_ll_misses"] = benchmark::Counter(ll / per);
+    }
   }
+  state.counters["hw_counters"] = hwCounters().available() ? 1 : 0;
   state.counters["checksum"] = static_cast<double>(runs[0].checksum);
   for (const Phases &r : runs)
     if (r.checksum != runs[0].checksum)
@@ -173,25 +245,30 @@ template <class Alloc, bool Ideal> void BM_ListKernel(benchmark::State &state) {
       v = static_cast<int>(rng() % 1000000);
     Phases ph;
     std::list<int, Alloc> l;
+    ph.mark();
     auto t0 = Clock::now();
     for (std::size_t i = 0; i < n; ++i)
       (i % 2 == 0) ? l.push_back(values[i]) : l.push_front(values[i]);
     ph.add("build", secondsSince(t0));
 
     auto phases = [&](auto &list) {
+      ph.mark();
       auto t = Clock::now();
       phaseListForEach(list);
       ph.add("for_each", secondsSince(t));
       long long sum = 0;
       for (int x : list)
         sum += x;
+      ph.mark();
       t = Clock::now();
       list.sort();
       ph.add("sort", secondsSince(t));
+      ph.mark();
       t = Clock::now();
       std::for_each(list.begin(), list.end(), [](int &x) { ++x; });
       ph.add("for_each_sorted", secondsSince(t));
       ph.checksum = sum * 31 + list.front() * 7 + list.back();
+      ph.mark();
       t = Clock::now();
       list.clear();
       ph.add("clear", secondsSince(t));
@@ -236,19 +313,23 @@ template <class Alloc, bool Ideal> void BM_TreeKernel(benchmark::State &state) {
 
     Phases ph;
     auto s = std::make_unique<std::set<int, std::less<int>, Alloc>>();
+    ph.mark();
     auto t0 = Clock::now();
     for (int k : insert)
       s->insert(k);
     ph.add("build", secondsSince(t0));
 
     auto phases = [&](auto &set) {
+      ph.mark();
       auto t = Clock::now();
       const long long hits = phaseTreeFind(set, probe);
       ph.add("find", secondsSince(t));
+      ph.mark();
       t = Clock::now();
       const long long sum = phaseTreeForEach(set);
       ph.add("for_each", secondsSince(t));
       ph.checksum = hits * 1000003 + sum;
+      ph.mark();
       t = Clock::now();
       set.clear();
       ph.add("destroy", secondsSince(t));
