@@ -46,6 +46,19 @@ PHASES = {
 }
 
 
+# What a run's environment must not inherit from the caller's: each run
+# sets the allocator and Defero's knobs itself.
+RUN_KNOBS = ("LD_PRELOAD", "DEFERO_POLICY", "DEFERO_K", "DEFERO_STATS", "DEFERO_STATS_FILE",
+             "DEFERO_TRACE")
+
+
+def environment(env):
+    """The caller's environment without RUN_KNOBS, plus env."""
+    out = {k: v for k, v in os.environ.items() if k not in RUN_KNOBS}
+    out.update(env)
+    return out
+
+
 def fail(msg):
     print(f"{PROG}: {msg}", file=sys.stderr)
     sys.exit(1)
@@ -70,13 +83,8 @@ class Runner:
                    "--benchmark_report_aggregates_only=true" if reps > 1 else
                    "--benchmark_report_aggregates_only=false",
                    f"--benchmark_out={out}", "--benchmark_out_format=json"]
-            full_env = dict(os.environ)
-            for k in ("LD_PRELOAD", "DEFERO_POLICY", "DEFERO_K", "DEFERO_STATS",
-                      "DEFERO_STATS_FILE", "DEFERO_TRACE"):
-                full_env.pop(k, None)
-            full_env.update(env)
             try:
-                p = subprocess.run(cmd, env=full_env, capture_output=True, text=True,
+                p = subprocess.run(cmd, env=environment(env), capture_output=True, text=True,
                                    timeout=7200)
             except FileNotFoundError:
                 fail(f"{label}: no such program: {binary}")
@@ -114,12 +122,7 @@ def run_app(self, label, binary, env, args):
     from the line it prints."""
     self.count += 1
     print(f"{PROG}: [{self.count}] {label} ...", flush=True)
-    full_env = dict(os.environ)
-    for k in ("LD_PRELOAD", "DEFERO_POLICY", "DEFERO_K", "DEFERO_STATS", "DEFERO_STATS_FILE",
-              "DEFERO_TRACE"):
-        full_env.pop(k, None)
-    full_env.update(env)
-    p = subprocess.run([binary] + args, env=full_env, capture_output=True, text=True,
+    p = subprocess.run([binary] + args, env=environment(env), capture_output=True, text=True,
                        timeout=7200)
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -320,7 +323,7 @@ def run_fragmentation(r, a, apps, peers):
         path = os.path.join(work, label.split()[0].replace("/", "_") + ".trace")
         r.count += 1
         print(f"{PROG}: [{r.count}] tracing {label} ...", flush=True)
-        env = dict(os.environ, LD_PRELOAD=a.libdefero, DEFERO_TRACE=path)
+        env = environment({"LD_PRELOAD": a.libdefero, "DEFERO_TRACE": path})
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200)
         if p.returncode != 0:
             last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -335,10 +338,7 @@ def run_fragmentation(r, a, apps, peers):
         for name, env in allocators:
             r.count += 1
             print(f"{PROG}: [{r.count}] replaying {label} under {name} ...", flush=True)
-            full_env = dict(os.environ)
-            full_env.pop("LD_PRELOAD", None)
-            full_env.update(env)
-            p = subprocess.run([a.replay, path], env=full_env, capture_output=True, text=True,
+            p = subprocess.run([a.replay, path], env=environment(env), capture_output=True, text=True,
                                timeout=7200)
             if p.returncode != 0:
                 last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -382,10 +382,7 @@ def run_locality(r, a, peers):
                 cmd += [f"--toggle-collect=*{fn}*" for _, fn, k in LOCALITY_PHASES if k == kernel]
                 cmd += [binary, f"--list-n={n}", f"--tree-n={n}",
                         f"--benchmark_filter=^{kernel}/{variant}/", "--benchmark_min_time=0.0001"]
-                full_env = dict(os.environ)
-                full_env.pop("LD_PRELOAD", None)
-                full_env.update(env)
-                p = subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=7200)
+                p = subprocess.run(cmd, env=environment(env), capture_output=True, text=True, timeout=7200)
                 if p.returncode != 0:
                     last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
                     fail(f"callgrind, {kernel}, {label}: exited {p.returncode}: {last}")
