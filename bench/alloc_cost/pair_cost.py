@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""pair_cost.py - instructions per malloc+free pair under each allocator,
+counted by callgrind (deterministic: the same on every run of a machine).
+
+Runs pair_cost (one binary) with each allocator preloaded, counts the
+instructions of its run_rounds function (loop included) and divides by the
+pairs it made. For libdefero it also counts the hinted variant (a neighbour
+hint before every malloc, as std::list::push_back sends).
+
+  pair_cost.py --program build/bin/pair_cost --allocator defero=LIB \
+      [--allocator NAME=LIB ...] [--rounds N] [--size B] [--json OUT]
+
+The allocator named 'glibc' with LIB '-' is the system's (nothing preloaded).
+Prints a Markdown table; --json writes {name: {"plain": n, "hinted": n}}.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+PROG = "pair_cost.py"
+BATCH = 1000  # pair_cost.c's kBatch
+
+
+def fail(msg):
+    print(f"{PROG}: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def allocator(text):
+    name, sep, lib = text.partition("=")
+    if not sep or not name or not lib:
+        fail(f"--allocator '{text}' is not valid, accepted: NAME=LIBRARY")
+    return name, lib
+
+
+def count(program, lib, rounds, size, mode):
+    """Instructions per pair of run_rounds under `lib` ('-': none)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("DEFERO_") and k != "LD_PRELOAD"}
+    if lib != "-":
+        env["LD_PRELOAD"] = lib
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "callgrind.out")
+        cmd = ["valgrind", "--tool=callgrind", "--toggle-collect=run_rounds",
+               f"--callgrind-out-file={out}", program, str(rounds), str(size), mode]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+            fail(f"{' '.join(cmd)} exited {p.returncode}: {last}")
+        with open(out) as f:
+            text = f.read()
+    m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+    if not m:
+        fail(f"no instruction total in callgrind's output for {lib}")
+    # The warm-up round (1) runs inside run_rounds too.
+    return int(m.group(1)) / ((rounds + 1) * BATCH)
+
+
+def main():
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap.add_argument("--program", required=True)
+    ap.add_argument("--allocator", action="append", default=[])
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--size", type=int, default=32)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if not os.access(a.program, os.X_OK):
+        fail(f"--program '{a.program}' is not an executable")
+    if not 1 <= a.rounds <= 1000000:
+        fail(f"--rounds '{a.rounds}' is not valid, accepted: 1..1000000")
+    if not a.allocator:
+        fail("no --allocator given")
+    a.allocator = [allocator(t) for t in a.allocator]
+    res = {}
+    for name, lib in a.allocator:
+        if lib != "-" and not os.path.exists(lib):
+            fail(f"--allocator {name}: no such library '{lib}'")
+        res[name] = {"plain": count(a.program, lib, a.rounds, a.size, "plain")}
+        if name.startswith("defero"):
+            res[name]["hinted"] = count(a.program, lib, a.rounds, a.size, "hinted")
+    print(f"| allocator | instructions per {a.size} B malloc+free pair | with a neighbour hint |")
+    print("|---|---|---|")
+    for name, r in res.items():
+        h = f"{r['hinted']:.1f}" if "hinted" in r else "—"
+        print(f"| {name} | {r['plain']:.1f} | {h} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
