@@ -37,15 +37,22 @@ int defero_stats_json(FILE *out) {
   return std::fwrite(buf, 1, n, out) == n && std::fflush(out) == 0 ? 0 : -1;
 }
 
+// The hints take the fast path once the thread has a heap (its first
+// allocation made it): a TLS load and four stores.
 void __defero_hint_neighbor(const void *container, const void *neighbor) {
-  processHeap().hintNeighbor(container, neighbor);
+  if (!defero::hintFast({defero::kHintNeighbor, 0, container, neighbor}, 0))
+    processHeap().hintNeighbor(container, neighbor);
 }
 void __defero_hint_tree(const void *container, const void *parent,
                         int insert_left) {
-  processHeap().hintTree(container, parent, insert_left);
+  if (!defero::hintFast({defero::kHintTree, static_cast<std::int8_t>(insert_left != 0),
+                         container, parent},
+                        1))
+    processHeap().hintTree(container, parent, insert_left);
 }
 void __defero_hint_container(const void *container) {
-  processHeap().hintContainer(container);
+  if (!defero::hintFast({defero::kHintContainer, 0, container, nullptr}, 2))
+    processHeap().hintContainer(container);
 }
 void __defero_container_policy(const void *container, const char *predicate,
                                int k) {
@@ -92,16 +99,15 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
   // gives it: the one-shot hint, then its operator new (its operator
   // delete will free the node).
   const OperatorNew theirs = replacedOperatorNew();
-  auto &h = processHeap();
   switch (kind) {
-  case 1:
-    h.hintNeighbor(container, where);
+  case defero::kHintNeighbor:
+    __defero_hint_neighbor(container, where);
     break;
-  case 2:
-    h.hintTree(container, where, side);
+  case defero::kHintTree:
+    __defero_hint_tree(container, where, side);
     break;
-  case 3:
-    h.hintContainer(container);
+  case defero::kHintContainer:
+    __defero_hint_container(container);
     break;
   default:
     break; // unknown kind: an unhinted allocation, never a failure
@@ -109,7 +115,7 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
   if (theirs)
     return theirs(size);
   for (;;) {
-    if (void *p = h.malloc(size))
+    if (void *p = processHeap().malloc(size))
       return p;
     std::new_handler handler = std::get_new_handler();
     if (!handler)
@@ -131,6 +137,10 @@ void forkChild() { processHeap().forkChild(); }
 // registers the fork handlers.
 __attribute__((constructor)) void deferoLoad() {
   processHeap();
+  // Looked up now, not at the first fused allocation: dlsym may allocate,
+  // and a program's heap should not depend on whether its nodes come
+  // through the fused entry or through operator new.
+  (void)replacedOperatorNew();
   pthread_atfork(forkPrepare, forkParent, forkChild);
 }
 

@@ -1,13 +1,12 @@
-// container_registry.h - what the runtime remembers per container: its
-// policy (from __defero_container_policy) and its last hinted node (where a
-// container hint places the next node).
+// container_registry.h - the containers that have a policy of their own
+// (from __defero_container_policy), shared by every thread.
 //
 // An open-addressed table of kSlots entries in lazily committed memory,
-// under one spin lock; never allocates. It is a cache: when a probe window
-// is full the oldest non-policy entry there is replaced, so a program with
-// more live containers than slots loses only placement quality, never
-// correctness. Policy entries are kept unless the whole window holds
-// policies.
+// under one spin lock; never allocates. Threads do not read it on every
+// hinted allocation: each keeps the policy in its own container cache
+// (pages::ContainerSlot) and reads the table again only when epoch()
+// changed, which every setPolicy does. Until the first policy is set,
+// used() is false and nothing reads it at all.
 #pragma once
 
 #include <atomic>
@@ -25,7 +24,6 @@ class ContainerRegistry {
 public:
   struct Entry {
     const void *container = nullptr;
-    const void *last_node = nullptr;
     std::int8_t policy = -1; // -1: the process default
     std::uint8_t k = 0;      // 0: the process default
   };
@@ -41,6 +39,7 @@ public:
     e->policy = static_cast<std::int8_t>(p);
     e->k = static_cast<std::uint8_t>(k);
     used_ = true;
+    epoch_.store(epoch_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     return true;
   }
 
@@ -56,18 +55,9 @@ public:
     return true;
   }
 
-  /// Remembers `node` as c's last node (creating the entry if `create`).
-  void setLast(const void *c, const void *node, bool create) {
-    if (!create && !used_)
-      return;
-    std::lock_guard<SpinLock> guard(lock_);
-    if (Entry *e = slotLocked(c, create)) {
-      e->last_node = node;
-      used_ = true;
-    }
-  }
-
-  bool used() const { return used_; }
+  bool used() const { return used_.load(std::memory_order_relaxed); }
+  /// Changes whenever a policy is set (never 0 once one is).
+  std::uint32_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   /// Containers that have a policy of their own now.
   std::size_t policies() {
     std::lock_guard<SpinLock> guard(lock_);
@@ -98,7 +88,7 @@ private:
       if (!e.container) {
         if (!create)
           return nullptr;
-        e = Entry{c, nullptr, -1, 0};
+        e = Entry{c, -1, 0};
         return &e;
       }
       if (!victim && e.policy < 0)
@@ -110,7 +100,7 @@ private:
       victim = &table_[h & (kSlots - 1)];
     if (victim->policy >= 0)
       --policies_;
-    *victim = Entry{c, nullptr, -1, 0};
+    *victim = Entry{c, -1, 0};
     return victim;
   }
 
@@ -118,6 +108,7 @@ private:
   Entry *table_ = nullptr;
   std::size_t policies_ = 0;
   std::atomic<bool> used_{false}; // read without the lock (a fast "no")
+  std::atomic<std::uint32_t> epoch_{0};
 };
 
 } // namespace defero

@@ -22,9 +22,18 @@ constexpr std::size_t kPage = 4096;
 
 } // namespace
 
-DEFERO_EXPORT void *malloc(std::size_t size) { return processHeap().malloc(size); }
+// malloc and free try the inline fast path first: it needs no process heap
+// object, only the calling thread's (see process_heap.h).
+DEFERO_EXPORT void *malloc(std::size_t size) {
+  if (void *p = defero::mallocFast(size))
+    return p;
+  return defero::mallocFull(size);
+}
 
-DEFERO_EXPORT void free(void *p) { processHeap().free(p, "free"); }
+DEFERO_EXPORT void free(void *p) {
+  if (!defero::freeFast(p, "free"))
+    defero::freeFull(p, "free");
+}
 
 DEFERO_EXPORT void *calloc(std::size_t n, std::size_t size) {
   return processHeap().calloc(n, size);
@@ -97,6 +106,9 @@ DEFERO_EXPORT std::size_t malloc_usable_size(void *p) {
 namespace {
 
 void *newOrThrow(std::size_t size, std::size_t align) {
+  if (!align)
+    if (void *p = defero::mallocFast(size))
+      return p;
   for (;;) {
     void *p = align ? processHeap().mallocAligned(size, align)
                     : processHeap().malloc(size);
@@ -117,7 +129,10 @@ void *newNoThrow(std::size_t size, std::size_t align) noexcept {
   }
 }
 
-void deleteIt(void *p) noexcept { processHeap().free(p, "operator delete"); }
+void deleteIt(void *p) noexcept {
+  if (!defero::freeFast(p, "operator delete"))
+    defero::freeFull(p, "operator delete");
+}
 
 } // namespace
 

@@ -1,4 +1,5 @@
-// process_heap.cpp - the process heap: routing, hints, policies, statistics.
+// process_heap.cpp - the process heap's slow paths: hints and placement,
+// large blocks, realloc, the per-thread heaps' life cycle, statistics, fork.
 #include "process_heap.h"
 
 #include <cerrno>
@@ -7,176 +8,125 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "defero/platform/os.h"
-
 namespace defero {
 
-thread_local PendingHint tls_hint __attribute__((tls_model("initial-exec"))) = {};
+constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local LocalHeap *tls_fast __attribute__((tls_model("initial-exec"))) = nullptr;
+pages::LiveTotals g_live;
+std::atomic<bool> g_any_policy{false};
 
 namespace {
-
-#ifndef DEFERO_CHECKED
-#define DEFERO_CHECKED 0
-#endif
-// Checked builds (libdefero-checked.so) end every small block with an
-// 8-byte canary in its chunk's last bytes, checked when the block is freed
-// or reallocated: a write past the block that reaches the chunk's end is
-// reported instead of silently corrupting the neighbour.
-constexpr std::size_t kCanaryBytes = DEFERO_CHECKED ? 8 : 0;
-constexpr std::uint64_t kCanary = 0xCA4A'27CA'4A27'CA4Aull;
-// Requests up to this size are small (chunk includes the canary).
-constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
-
-void armCanary(void *p, std::size_t chunk) {
-  if constexpr (kCanaryBytes != 0)
-    std::memcpy(static_cast<char *>(p) + chunk - kCanaryBytes, &kCanary,
-                kCanaryBytes);
-}
-
-void checkCanary(void *p, std::size_t chunk, const char *call) {
-  if constexpr (kCanaryBytes != 0) {
-    std::uint64_t v;
-    std::memcpy(&v, static_cast<char *>(p) + chunk - kCanaryBytes, sizeof v);
-    if (v != kCanary)
-      os::fatal_pointer(call, p,
-                        "heap overflow: the canary after the block was overwritten");
-  }
-}
 // Outside the small-object window a block's history is not kept, so a
 // double free and a foreign pointer look alike there.
 constexpr const char *kNotLive =
     "not a live block of this heap (never allocated here, or already freed)";
 
-// libstdc++'s _Rb_tree_node_base: color, parent, left, right.
-struct RbNode {
-  int color;
-  RbNode *parent, *left, *right;
-};
-
 } // namespace
 
 ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
-  live_hook_.init(&ProcessHeap::threadExit);
-  for (unsigned i = 0; i < Small::kHeaps; ++i)
-    small_.heap(i).setK(cfg_.k);
+  g_live.canary = kCanaryBytes;
+  exit_hook_.init(&ProcessHeap::threadExit);
   trace_.open(cfg_.trace_fd);
+}
+
+// --- per-thread heaps ---------------------------------------------------------
+
+std::uint8_t ProcessHeap::divertFlag() const {
+#if DEFERO_REALTIME
+  if (rt_)
+    return 1;
+#endif
+  return trace_.enabled() ? 1 : 0;
+}
+
+/// Gives the calling thread a heap: an orphan's (whole, with its spans and
+/// counters) if a thread has exited, else a new one.
+LocalHeap *ProcessHeap::attachHeap() {
+  LocalHeap *h;
+  {
+    std::lock_guard<SpinLock> guard(heaps_lock_);
+    h = orphans_;
+    if (h) {
+      orphans_ = h->next_orphan;
+      h->next_orphan = nullptr;
+      h->orphan = false;
+    } else {
+      void *m = PageArena::get().meta(sizeof(LocalHeap), alignof(LocalHeap));
+      if (!m)
+        return nullptr;
+      h = new (m) LocalHeap(cfg_.k, &g_live);
+      h->next_heap = heaps_;
+      heaps_ = h;
+    }
+    h->divert = divertFlag();
+  }
+  h->hint = PendingHint{};
+  h->forgetContainers();
+  h->recent_container = h->recent_node = nullptr;
+  tls_heap = h;
+  tls_fast = h->divert ? nullptr : h;
+  exit_hook_.arm(h);
+  return h;
+}
+
+/// A thread exits: its heap is orphaned whole, for the next new thread.
+void ProcessHeap::threadExit(void *value) {
+  auto *h = static_cast<LocalHeap *>(value);
+  ProcessHeap &self = processHeap();
+  if (tls_heap != h)
+    return;
+  h->publishLive();
+  h->hint = PendingHint{};
+  tls_heap = nullptr;
+  tls_fast = nullptr;
+  std::lock_guard<SpinLock> guard(self.heaps_lock_);
+  h->orphan = true;
+  h->next_orphan = self.orphans_;
+  self.orphans_ = h;
 }
 
 // --- allocation -----------------------------------------------------------
 
-void *ProcessHeap::malloc(std::size_t sz) {
+void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
+  LocalHeap *h = heap();
+  if (__builtin_expect(!h, 0)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  const PendingHint hint = takeHint(h);
 #if DEFERO_REALTIME
   if (realtime())
-    return realtimeMalloc(sz);
+    return realtimeMalloc(h, sz, hint);
 #endif
-  return mallocFresh(sz, nullptr);
-}
-
-void *ProcessHeap::mallocFresh(std::size_t sz, bool *fresh) {
-  PendingHint h = tls_hint;
-  if (h.kind)
-    tls_hint.kind = kHintNone; // one-shot, whatever happens next
-  if (sz > kMaxSmall)
-    return mallocLarge(sz, os::kPageBytes, fresh);
-  const std::size_t want = sz + kCanaryBytes;
-  void *p = h.kind ? hinted(want, h) : small_.current().malloc(want);
-  if (__builtin_expect(!p, 0)) // the small-object window is full
-    return mallocLarge(sz, os::kPageBytes, fresh);
-  const std::size_t chunk = kbit::kClassBytes[kbit::classOf(want)];
-  armCanary(p, chunk);
   if (fresh)
     *fresh = false;
-  noteAlloc(p, chunk - kCanaryBytes, sz);
+  if (sz > kMaxSmall)
+    return mallocLarge(h, sz, os::kPageBytes, fresh);
+  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  void *p = hint.kind ? hinted(h, cls, hint) : h->malloc(cls);
+  if (__builtin_expect(!p, 0)) // the small-object window is full
+    return mallocLarge(h, sz, os::kPageBytes, fresh);
+  finishSmall(h, p, cls);
+  traceMalloc(p, sz);
   return p;
 }
 
-void *ProcessHeap::mallocLarge(std::size_t sz, std::size_t align, bool *fresh) {
+void *ProcessHeap::mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align,
+                               bool *fresh) {
   void *p = large_.mallocAligned(sz, align, fresh);
   if (!p) {
     errno = ENOMEM;
     return nullptr;
   }
-  counters().large_allocs.fetch_add(1, std::memory_order_relaxed);
+  h->count.large_allocs.add(1);
   noteFootprint();
-  noteAlloc(p, large_.getSize(p), sz);
+  g_live.add(static_cast<std::int64_t>(large_.getSize(p)));
+  traceMalloc(p, sz);
   return p;
 }
 
-namespace {
-thread_local unsigned counter_slot __attribute__((tls_model("initial-exec"))) = 0;
-thread_local std::int64_t pending_live __attribute__((tls_model("initial-exec"))) = 0;
-thread_local bool live_hook_armed __attribute__((tls_model("initial-exec"))) = false;
-constexpr std::int64_t kLiveBatch = 64 * 1024;
-} // namespace
-
-/// Publishes a thread's pending live bytes when it exits, so bytes a thread
-/// allocated and handed to others are not lost with it.
-void ProcessHeap::threadExit(void *heap) {
-  auto *self = static_cast<ProcessHeap *>(heap);
-  if (pending_live != 0) {
-    self->live_.fetch_add(pending_live, std::memory_order_relaxed);
-    pending_live = 0;
-  }
-}
-
-void ProcessHeap::armLiveHook() {
-  live_hook_armed = true;
-  live_hook_.arm(this);
-}
-
-ProcessHeap::SlotCounters &ProcessHeap::counters() {
-  if (counter_slot == 0)
-    counter_slot = 1 + next_slot_.fetch_add(1, std::memory_order_relaxed) % kCounterSlots;
-  return slots_[counter_slot - 1];
-}
-
-/// Adds to this thread's pending live bytes; publishes them (and raises the
-/// peak) once they move by kLiveBatch, so a malloc/free pair costs no
-/// shared-cache-line write.
-void ProcessHeap::addLive(std::int64_t bytes) {
-  if (__builtin_expect(!live_hook_armed, 0))
-    armLiveHook();
-  pending_live += bytes;
-  if (pending_live < kLiveBatch && pending_live > -kLiveBatch)
-    return;
-  const std::int64_t live =
-      live_.fetch_add(pending_live, std::memory_order_relaxed) + pending_live;
-  pending_live = 0;
-  std::int64_t peak = peak_live_.load(std::memory_order_relaxed);
-  while (live > peak && !peak_live_.compare_exchange_weak(
-                            peak, live, std::memory_order_relaxed))
-    ;
-}
-
-void ProcessHeap::noteAlloc(void *p, std::size_t usable, std::size_t requested) {
-  addLive(static_cast<std::int64_t>(usable));
-  if (trace_.enabled())
-    trace_.onMalloc(p, requested);
-}
-
-/// The small heap that owns p, or nullptr: one metadata load and a table
-/// lookup (filled the first time each heap id is seen).
-ProcessHeap::Kbit *ProcessHeap::smallOwner(const void *p) {
-  const std::uint8_t id = small_.heap(0).ownerId(p);
-  if (id == 0)
-    return nullptr;
-  Kbit *h = by_id_[id].load(std::memory_order_acquire);
-  if (!h) {
-    h = small_.ownerOf(p);
-    by_id_[id].store(h, std::memory_order_release);
-  }
-  return h;
-}
-
-/// The heap that owns anchor (so a hinted node lands beside its
-/// neighbour), else the calling thread's heap.
-ProcessHeap::Kbit &ProcessHeap::heapFor(const void *anchor) {
-  Kbit *o = anchor ? smallOwner(anchor) : nullptr;
-  return o ? *o : small_.current();
-}
-
 void ProcessHeap::noteFootprint() {
-  const std::uint64_t fp = Arena::arena().usedBytes() + large_.mappedBytes();
+  const std::uint64_t fp = PageArena::get().usedBytes() + large_.mappedBytes();
   std::uint64_t peak = peak_footprint_.load(std::memory_order_relaxed);
   while (fp > peak && !peak_footprint_.compare_exchange_weak(
                           peak, fp, std::memory_order_relaxed))
@@ -186,55 +136,61 @@ void ProcessHeap::noteFootprint() {
 void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
   if (align <= kMinAlignment)
     return malloc(sz);
-  tls_hint.kind = kHintNone;
+  LocalHeap *h = heap();
+  if (!h) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  takeHint(h);
 #if DEFERO_REALTIME
   if (realtime()) {
     void *p = rt_->mallocAligned(sz, align);
-    if (p && trace_.enabled())
-      trace_.onMalloc(p, sz);
+    traceMalloc(p, sz);
     return p;
   }
 #endif
+  // Power-of-two classes hold slots aligned to their size (spans start on
+  // 64 KiB boundaries), so the first class whose size align divides serves.
   const unsigned cls = align <= kMaxSmall && sz <= kMaxSmall
                            ? kbit::alignedClassOf(sz + kCanaryBytes, align)
                            : kbit::kNumClasses;
   if (cls == kbit::kNumClasses)
-    return mallocLarge(sz, align, nullptr);
-  void *p = small_.current().withLock([&](auto &h) {
-    return h.allocateClass(cls, Predicate::First, nullptr, 0, 0);
-  });
+    return mallocLarge(h, sz, align, nullptr);
+  void *p = h->malloc(cls);
   if (!p) // the small-object window is full
-    return mallocLarge(sz, align, nullptr);
-  armCanary(p, kbit::kClassBytes[cls]);
-  noteAlloc(p, kbit::kClassBytes[cls] - kCanaryBytes, sz);
+    return mallocLarge(h, sz, align, nullptr);
+  finishSmall(h, p, cls);
+  traceMalloc(p, sz);
   return p;
 }
 
 void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
   std::size_t total;
   if (__builtin_mul_overflow(n, sz, &total)) {
-    tls_hint.kind = kHintNone;
+    if (LocalHeap *h = tls_heap)
+      takeHint(h);
     errno = ENOMEM;
     return nullptr;
   }
   bool fresh = false;
 #if DEFERO_REALTIME
   if (realtime()) {
-    void *p = realtimeMalloc(total);
+    void *p = malloc(total);
     if (p)
       std::memset(p, 0, total); // a block may have been used before
     return p;
   }
 #endif
-  void *p = mallocFresh(total, &fresh);
+  void *p = total <= kMaxSmall ? malloc(total) : mallocSlow(total, &fresh);
   if (p && !fresh) // fresh mappings are zero already: do not touch them
     std::memset(p, 0, total);
   return p;
 }
 
-void ProcessHeap::free(void *p, const char *call) {
+void ProcessHeap::freeSlow(void *p, const char *call) {
   if (!p)
     return;
+  SlotPage *pg = PageArena::get().spanOf(p);
   // Logged before the block goes back: once it is back another thread may
   // get it and log its malloc, which must come after this free.
   if (trace_.enabled())
@@ -245,29 +201,41 @@ void ProcessHeap::free(void *p, const char *call) {
     return;
   }
 #endif
-  if (Kbit *owner = smallOwner(p)) {
-    const std::size_t chunk = owner->withLock([&](auto &h) {
-      if (kCanaryBytes && h.isLive(p))
-        checkCanary(p, h.sizeOf(p), call);
-      return h.release(p, call);
-    });
-    addLive(-static_cast<std::int64_t>(chunk - kCanaryBytes));
-  } else {
-    const std::size_t bytes = large_.getSize(p);
-    if (bytes == 0)
-      os::fatal_pointer(call, p, kNotLive);
-    noteFootprint(); // the peak may be now, just before this block goes
-    if (!large_.tryFree(p))
-      os::fatal_pointer(call, p, kNotLive);
-    counters().large_frees.fetch_add(1, std::memory_order_relaxed);
-    addLive(-static_cast<std::int64_t>(bytes));
+  LocalHeap *h = heap();
+  if (pg) {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
+    const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
+    if (i >= pg->slots)
+      os::fatal_pointer(call, p, "pointer not allocated by this heap");
+    if (std::uintptr_t{i} * pg->slot_bytes != off)
+      os::fatal_pointer(call, p, "pointer is inside a block, not its start");
+    checkCanary(p, pg->slot_bytes, call);
+    if (pg->owner == h)
+      h->freeLocal(pg, i, call);
+    else
+      pg->owner->freeRemote(p); // (a double free is reported when collected)
+    if (h)
+      h->count.frees[pg->cls].add(1);
+    else
+      g_live.add(-static_cast<std::int64_t>(pg->slot_bytes - kCanaryBytes));
+    return;
   }
+  const std::size_t bytes = large_.getSize(p);
+  if (bytes == 0)
+    os::fatal_pointer(call, p, kNotLive);
+  noteFootprint(); // the peak may be now, just before this block goes
+  if (!large_.tryFree(p))
+    os::fatal_pointer(call, p, kNotLive);
+  if (h)
+    h->count.large_frees.add(1);
+  g_live.add(-static_cast<std::int64_t>(bytes));
 }
 
 void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   if (!p)
     return malloc(sz);
-  tls_hint.kind = kHintNone; // a container's node is never realloc'ed
+  if (LocalHeap *h = tls_heap)
+    takeHint(h); // a container's node is never realloc'ed
 #if DEFERO_REALTIME
   if (rt_ && rt_->owns(p)) {
     const std::size_t old = rt_->usableSize(p);
@@ -298,16 +266,18 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     return nullptr;
   }
   std::size_t old;
-  if (Kbit *owner = smallOwner(p)) {
-    old = owner->withLock([&](auto &h) {
-      if (!h.isLive(p))
-        os::fatal_pointer(call, p, "pointer is not a live block of this heap");
-      checkCanary(p, h.sizeOf(p), call);
-      return h.getSize(p) - kCanaryBytes;
-    });
-    // Keep the block if the new size still belongs to its class or one
-    // below it (shrinking by less than half is not worth a copy).
-    if (sz <= old && (sz > old / 2 || old == kbit::kClassBytes[0])) {
+  if (SlotPage *pg = PageArena::get().spanOf(p)) {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
+    const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
+    if (i >= pg->slots || std::uintptr_t{i} * pg->slot_bytes != off)
+      os::fatal_pointer(call, p, "pointer is inside a block, not its start");
+    if (pg->owner == tls_heap && pg->isFree(i))
+      os::fatal_pointer(call, p, "pointer is not a live block of this heap");
+    checkCanary(p, pg->slot_bytes, call);
+    old = pg->slot_bytes - kCanaryBytes;
+    // Same class, or a smaller request that still needs more than half the
+    // slot: keep the block.
+    if (sz <= old && (sz + kCanaryBytes > old / 2 || pg->cls == 0)) {
       if (trace_.enabled())
         trace_.onRealloc(p, p, sz);
       return p;
@@ -316,8 +286,10 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     old = large_.getSize(p);
     if (old == 0)
       os::fatal_pointer(call, p, kNotLive);
-    // (A traced run moves by copy: mremap would free p's pages before the
-    // trace could say so, and another thread could log them first.)
+    // Large to large: let the kernel move the pages. (Traced runs copy
+    // instead, so that the trace's free and malloc stay ordered with other
+    // threads' calls; a remap and its log line are not atomic, another
+    // thread could log them first.)
     if (sz > kMaxSmall && !trace_.enabled()) {
       noteFootprint();
       void *q = large_.remap(p, sz);
@@ -326,10 +298,8 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
         return nullptr;
       }
       const std::size_t now = large_.getSize(q);
-      addLive(static_cast<std::int64_t>(now) - static_cast<std::int64_t>(old));
+      g_live.add(static_cast<std::int64_t>(now) - static_cast<std::int64_t>(old));
       noteFootprint();
-      if (trace_.enabled())
-        trace_.onRealloc(p, q, sz);
       return q;
     }
   }
@@ -348,145 +318,162 @@ std::size_t ProcessHeap::usableSize(const void *p) {
   if (rt_ && rt_->owns(p))
     return rt_->usableSize(p);
 #endif
-  if (Kbit *owner = smallOwner(p)) {
-    const std::size_t chunk = owner->getSize(p);
-    return chunk ? chunk - kCanaryBytes : 0;
+  if (SlotPage *pg = PageArena::get().spanOf(p)) {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
+    const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
+    if (i >= pg->slots || std::uintptr_t{i} * pg->slot_bytes != off)
+      return 0;
+    // Another thread's span is read without its owner's lock-free state:
+    // a block it owns is trusted to be live (as glibc does).
+    if (pg->owner == tls_heap && pg->isFree(i))
+      return 0;
+    return pg->slot_bytes - kCanaryBytes;
   }
   return large_.getSize(p);
 }
 
 void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
-  tls_hint.kind = kHintNone;
-#if DEFERO_REALTIME
-  if (realtime()) // the buddy policy has no placement to steer
-    return realtimeMalloc(sz);
-#endif
-  if (sz > kMaxSmall)
-    return malloc(sz);
-  void *p = heapFor(hint).mallocNear(sz + kCanaryBytes, hint);
-  return finishSmall(p, sz);
-}
-
-void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits,
-                             unsigned depth) {
-  tls_hint.kind = kHintNone;
-#if DEFERO_REALTIME
-  if (realtime())
-    return realtimeMalloc(sz);
-#endif
-  if (sz > kMaxSmall)
-    return malloc(sz);
-  void *p = small_.current().mallocPath(sz + kCanaryBytes, bits,
-                                        depth > 64 ? 64 : depth);
-  return finishSmall(p, sz);
-}
-
-/// Bookkeeping of a small block of sz requested bytes (p may be null).
-void *ProcessHeap::finishSmall(void *p, std::size_t sz) {
-  if (!p) {
+  LocalHeap *h = heap();
+  if (!h) {
     errno = ENOMEM;
     return nullptr;
   }
-  const std::size_t chunk = kbit::kClassBytes[kbit::classOf(sz + kCanaryBytes)];
-  armCanary(p, chunk);
-  noteAlloc(p, chunk - kCanaryBytes, sz);
+  takeHint(h);
+#if DEFERO_REALTIME
+  if (realtime()) // the buddy policy has no placement to steer
+    return realtimeMalloc(h, sz, PendingHint{});
+#endif
+  if (sz > kMaxSmall)
+    return mallocLarge(h, sz, os::kPageBytes, nullptr);
+  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  void *p = nullptr;
+  if (SlotPage *pg = h->mySpan(hint, cls))
+    p = h->takeNearest(pg, hint, true);
+  if (!p)
+    p = h->malloc(cls);
+  if (!p)
+    return mallocLarge(h, sz, os::kPageBytes, nullptr);
+  finishSmall(h, p, cls);
+  traceMalloc(p, sz);
+  return p;
+}
+
+void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth) {
+  (void)bits;
+  (void)depth;
+  LocalHeap *h = heap();
+  if (!h) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  takeHint(h);
+#if DEFERO_REALTIME
+  if (realtime())
+    return realtimeMalloc(h, sz, PendingHint{});
+#endif
+  if (sz > kMaxSmall)
+    return mallocLarge(h, sz, os::kPageBytes, nullptr);
+  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  void *p = h->malloc(cls);
+  if (!p)
+    return mallocLarge(h, sz, os::kPageBytes, nullptr);
+  finishSmall(h, p, cls);
+  traceMalloc(p, sz);
   return p;
 }
 
 long long ProcessHeap::classOf(const void *p) {
-  auto &h = small_.heap(0);
-  if (!h.inWindow(p))
+  PageArena &a = PageArena::get();
+  if (!p || !a.inWindow(p))
     return -1;
-  return static_cast<long long>(h.classKey(p));
+  return static_cast<long long>((reinterpret_cast<std::uintptr_t>(p) - a.base()) >>
+                                (32 - cfg_.k));
 }
 
 // --- hints ------------------------------------------------------------------
 
-/// Serves a small request that carries a hint, under the container's policy.
-void *ProcessHeap::hinted(std::size_t sz, const PendingHint &h) {
-  Predicate pred = cfg_.policy;
-  const void *anchor = h.where;
-  ContainerRegistry::Entry e;
-  const bool known = registry_.lookup(h.container, e);
-  const bool own_policy = known && e.policy >= 0;
-  if (own_policy)
-    pred = static_cast<Predicate>(e.policy);
-  if (h.kind == kHintContainer)
-    anchor = known ? e.last_node : nullptr;
-
+/// Places a small block of class cls that carries a hint, under the
+/// container's policy: beside the anchor (the neighbour, the parent on the
+/// side of the insert, or the container's last node) if a slot within a
+/// line or two of it is free; else the next slot of the container's run;
+/// else, for a container that has no run yet and no anchor here, an
+/// unhinted slot.
+void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
+  pages::ContainerSlot *cs = h->container(hint.container);
+  if (!cs) // no memory for the table: an unhinted block
+    return h->malloc(cls);
+  if (registry_.used() && cs->epoch != registry_.epoch()) {
+    ContainerRegistry::Entry e;
+    const bool known = hint.container && registry_.lookup(hint.container, e);
+    cs->policy = known ? e.policy : -1;
+    cs->k = known ? e.k : 0;
+    cs->epoch = registry_.epoch();
+  }
+  const Predicate pred = cs->policy >= 0 ? static_cast<Predicate>(cs->policy) : cfg_.policy;
+  const void *anchor = hint.where;
+  if (hint.kind == kHintContainer)
+    anchor = hint.container == h->recent_container ? h->recent_node : cs->last;
+  // An anchor inside the container object itself is its header: the
+  // container is empty (or inserting at its end sentinel). A container
+  // that is empty starts afresh, whatever an earlier container at the same
+  // address left in the table (so placement never depends on which
+  // addresses a program's containers happen to reuse).
+  if (inContainer(anchor, hint.container)) {
+    cs->up = pages::Run{};
+    cs->down = pages::Run{};
+    cs->last = nullptr;
+    if (h->recent_container == hint.container)
+      h->recent_node = nullptr;
+  }
   void *p = nullptr;
-  std::uint64_t bits = 0;
-  unsigned depth = 0;
-  const bool want_path = h.kind == kHintTree &&
-                         (pred == Predicate::Path || pred == Predicate::Auto);
-  if (pred == Predicate::First || (pred != Predicate::Path && !anchor && !want_path)) {
-    p = heapFor(anchor).malloc(sz);
-  } else if (want_path && pathBits(h.where, h.side, bits, depth)) {
-    p = heapFor(anchor).mallocPath(sz, bits, depth);
-  } else {
-    p = heapFor(anchor).mallocNear(sz, anchor);
+  if (pred != Predicate::First) {
+    // A node that goes before its anchor in the container's order goes
+    // below it, others above: in-order and list order walk up the
+    // addresses.
+    SlotPage *pg = h->mySpan(anchor, cls);
+    const bool down = pg && linksBefore(PendingHint{hint.kind, hint.side, hint.container, anchor});
+    if (pg)
+      p = h->takeBeside(pg, anchor, LocalHeap::lineReach(cls), !down);
+    if (!p && (pg || (down ? cs->down.span : cs->up.span)))
+      p = h->takeRun(*cs, cls, down);
   }
   if (!p)
+    p = h->malloc(cls);
+  if (!p)
     return nullptr;
-  SlotCounters &sc = counters();
-  sc.hinted_allocs.fetch_add(1, std::memory_order_relaxed);
-  if (own_policy)
-    sc.policy_allocs.fetch_add(1, std::memory_order_relaxed);
-  // "Same class" at the container's own K if it set one (placement itself
-  // uses the heap's K: a coarser K is already honoured by the nearest-class
-  // search, a finer one cannot be, since chunks are filed at the heap's K).
-  auto &k0 = small_.heap(0);
-  const unsigned k = known && e.k ? e.k : cfg_.k;
-  if (anchor && k0.inWindow(anchor) &&
-      ((reinterpret_cast<std::uintptr_t>(anchor) - k0.base()) >> (32 - k)) ==
-          ((reinterpret_cast<std::uintptr_t>(p) - k0.base()) >> (32 - k)))
-    sc.hint_same_class.fetch_add(1, std::memory_order_relaxed);
-  registry_.setLast(h.container, p, h.kind == kHintContainer);
+  cs->last = p;
+  h->recent_container = hint.container;
+  h->recent_node = p;
+  h->count.hinted_allocs.add(1);
+  if (cs->policy >= 0)
+    h->count.policy_allocs.add(1);
+  // "Same class" at the container's own K if it set one.
+  PageArena &a = PageArena::get();
+  const unsigned k = cs->k ? cs->k : cfg_.k;
+  if (anchor && a.inWindow(anchor) &&
+      ((reinterpret_cast<std::uintptr_t>(anchor) - a.base()) >> (32 - k)) ==
+          ((reinterpret_cast<std::uintptr_t>(p) - a.base()) >> (32 - k)))
+    h->count.hint_same_class.add(1);
   return p;
 }
 
-/// Direction bits from the root of a libstdc++ red-black tree down to
-/// `parent`, plus the final side. Reads only nodes that are chunks of this
-/// heap (so a wrong hint cannot make it read unmapped memory); stops at the
-/// root, whose parent is the tree's header (header->parent == root).
-bool ProcessHeap::pathBits(const void *parent, int insert_left,
-                           std::uint64_t &bits, unsigned &depth) {
-  auto readable = [&](const void *n) {
-    return small_.heap(0).readableBytes(n) >= sizeof(RbNode) &&
-           (reinterpret_cast<std::uintptr_t>(n) % alignof(RbNode)) == 0;
-  };
-  std::uint64_t up = 0;
-  unsigned n = 0;
-  auto *x = static_cast<const RbNode *>(parent);
-  if (x && readable(x)) {
-    while (n < 62) {
-      const RbNode *p = x->parent;
-      if (!p || !readable(p) || p->parent == x)
-        break; // x is the root (p is the header, or outside the heap)
-      up |= std::uint64_t{p->right == x} << n;
-      ++n;
-      x = p;
-    }
-  } else if (x) {
-    return false;
-  }
-  bits = (up << 1) | (insert_left ? 0u : 1u);
-  depth = n + 1;
-  return true;
-}
-
 void ProcessHeap::hintNeighbor(const void *c, const void *n) {
-  counters().hints[0].fetch_add(1, std::memory_order_relaxed);
-  tls_hint = PendingHint{kHintNeighbor, 0, c, n};
+  if (LocalHeap *h = heap()) {
+    h->count.hints[0].add(1);
+    setHint(h, PendingHint{kHintNeighbor, 0, c, n});
+  }
 }
 void ProcessHeap::hintTree(const void *c, const void *parent, int insert_left) {
-  counters().hints[1].fetch_add(1, std::memory_order_relaxed);
-  tls_hint = PendingHint{kHintTree, static_cast<std::int8_t>(insert_left != 0),
-                         c, parent};
+  if (LocalHeap *h = heap()) {
+    h->count.hints[1].add(1);
+    setHint(h, PendingHint{kHintTree, static_cast<std::int8_t>(insert_left != 0), c, parent});
+  }
 }
 void ProcessHeap::hintContainer(const void *c) {
-  counters().hints[2].fetch_add(1, std::memory_order_relaxed);
-  tls_hint = PendingHint{kHintContainer, 0, c, nullptr};
+  if (LocalHeap *h = heap()) {
+    h->count.hints[2].add(1);
+    setHint(h, PendingHint{kHintContainer, 0, c, nullptr});
+  }
 }
 
 void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
@@ -510,6 +497,7 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
     return;
   }
   registry_.setPolicy(c, p, static_cast<unsigned>(k));
+  g_any_policy.store(true, std::memory_order_relaxed);
 }
 
 // --- statistics -----------------------------------------------------------
@@ -520,34 +508,26 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
     return formatRealtimeStats(buf, cap);
 #endif
   noteFootprint();
-  unsigned long long allocs = 0, frees = 0, hints[3] = {}, hinted = 0,
-                     same = 0, own = 0;
-  for (unsigned i = 0; i < Small::kHeaps; ++i)
-    small_.heap(i).withLock([&](auto &h) {
-      allocs += h.allocCount();
-      frees += h.freeCount();
-    });
-  for (const SlotCounters &c : slots_) {
-    auto ld = [](const std::atomic<std::uint64_t> &a) {
-      return static_cast<unsigned long long>(a.load(std::memory_order_relaxed));
-    };
-    allocs += ld(c.large_allocs);
-    frees += ld(c.large_frees);
-    for (int k = 0; k < 3; ++k)
-      hints[k] += ld(c.hints[k]);
-    hinted += ld(c.hinted_allocs);
-    same += ld(c.hint_same_class);
-    own += ld(c.policy_allocs);
+  unsigned long long allocs = 0, frees = 0, hints[3] = {}, hinted = 0, same = 0,
+                     own = 0;
+  // Live bytes now, exactly (every heap's counts, read without stopping
+  // them), and the peak it may be.
+  std::int64_t live = g_live.live.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<SpinLock> guard(heaps_lock_);
+    for (LocalHeap *h = heaps_; h; h = h->next_heap) {
+      allocs += h->smallAllocs() + h->count.large_allocs.get();
+      frees += h->smallFrees() + h->count.large_frees.get();
+      live += h->smallLiveBytes(kCanaryBytes) - h->livePublished();
+      for (int k = 0; k < 3; ++k)
+        hints[k] += h->count.hints[k].get();
+      hinted += h->count.hinted_allocs.get();
+      same += h->count.hint_same_class.get();
+      own += h->count.policy_allocs.get();
+    }
   }
-  // This thread's unpublished live bytes count too (others' are within
-  // kLiveBatch each).
-  const std::int64_t live = live_.load(std::memory_order_relaxed) + pending_live;
-  std::int64_t peak = peak_live_.load(std::memory_order_relaxed);
-  while (live > peak && !peak_live_.compare_exchange_weak(
-                            peak, live, std::memory_order_relaxed))
-    ;
-  if (live > peak)
-    peak = live; // the exchange succeeded: live is the new peak
+  g_live.raise(live);
+  const std::int64_t peak = g_live.peak.load(std::memory_order_relaxed);
   int n = std::snprintf(
       buf, cap,
       "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %lld, "
@@ -558,7 +538,7 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu, "
       "\"container_policies\": %llu, \"policy_allocs\": %llu, "
       "\"checked\": %s}\n",
-      allocs, frees, static_cast<long long>(peak),
+      allocs, frees, static_cast<long long>(peak > live ? peak : live),
       static_cast<unsigned long long>(peak_footprint_.load()), hints[0],
       hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
       cfg_.backend, static_cast<long long>(live),
@@ -567,8 +547,7 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       kCanaryBytes ? "true" : "false");
   if (n < 0)
     return 0;
-  return static_cast<std::size_t>(n) < cap ? static_cast<std::size_t>(n)
-                                           : cap - 1;
+  return static_cast<std::size_t>(n) < cap ? static_cast<std::size_t>(n) : cap - 1;
 }
 
 void ProcessHeap::atExit() {
@@ -585,22 +564,24 @@ void ProcessHeap::atExit() {
     os::write_all(2, buf, n);
     return;
   }
-  {
-    int fd = os::open_for_writing(cfg_.stats_file, false);
-    if (fd < 0) {
-      const char msg[] = "defero: DEFERO_STATS_FILE: cannot open at exit\n";
-      os::write_all(2, msg, sizeof msg - 1);
-      return;
-    }
-    os::write_all(fd, buf, n);
-    os::close_fd(fd);
+  int fd = os::open_for_writing(cfg_.stats_file, false);
+  if (fd < 0) {
+    const char msg[] = "defero: DEFERO_STATS_FILE: cannot open at exit\n";
+    os::write_all(2, msg, sizeof msg - 1);
+    return;
   }
+  os::write_all(fd, buf, n);
+  os::close_fd(fd);
 }
 
 // --- fork -------------------------------------------------------------------
-// Every lock is held across fork() so the child never inherits a heap that
-// another thread was halfway through changing. Order: registry, trace,
-// small heaps, arena, large (the order the allocator nests them in).
+// Every lock is held across fork() so the child never inherits a structure
+// another thread was halfway through changing. Order: registry, trace, the
+// heap lists, the arena, large (the order the allocator nests them in).
+// The owners' fast paths take no lock: a thread's heap is its own, and in
+// the child every heap but the forking thread's becomes an orphan (its
+// thread does not exist there). A remote free in flight is either in its
+// list or not: at worst a block is leaked in the child, never corrupted.
 
 void ProcessHeap::forkPrepare() {
 #if DEFERO_REALTIME
@@ -609,32 +590,20 @@ void ProcessHeap::forkPrepare() {
 #endif
   registry_.lockRegistry();
   trace_.lockLog();
-  small_.lockSlots();
-  for (unsigned i = 0; i < Small::kHeaps; ++i)
-    small_.heap(i).lockHeap();
-  Arena::arena().lockArena();
+  heaps_lock_.lock();
+  PageArena::get().lockAll();
   large_.lockHeap();
 }
 
 void ProcessHeap::forkParent() {
-  unlockAfterFork(false);
-}
-
-void ProcessHeap::unlockAfterFork(bool child) {
   large_.unlockHeap();
-  Arena::arena().unlockArena();
-  for (unsigned i = Small::kHeaps; i-- > 0;)
-    small_.heap(i).unlockHeap();
-  small_.unlockSlots();
+  PageArena::get().unlockAll();
+  heaps_lock_.unlock();
   trace_.unlockLog();
   registry_.unlockRegistry();
 #if DEFERO_REALTIME
-  if (rt_ && child)
-    rt_->unlockInChild();
-  else if (rt_)
+  if (rt_)
     rt_->unlock();
-#else
-  (void)child;
 #endif
 }
 
@@ -642,49 +611,71 @@ void ProcessHeap::forkChild() {
   // The parent still holds (and will write) the events buffered before the
   // fork: the child must not write them a second time.
   trace_.discardBuffered();
-  unlockAfterFork(true);
+  LocalHeap *mine = tls_heap;
+  orphans_ = nullptr;
+  for (LocalHeap *h = heaps_; h; h = h->next_heap) {
+    h->next_orphan = nullptr;
+    h->orphan = h != mine;
+    if (h != mine) {
+      h->next_orphan = orphans_;
+      orphans_ = h;
+    }
+  }
+  large_.unlockHeap();
+  PageArena::get().unlockAll();
+  heaps_lock_.unlock();
+  trace_.unlockLog();
+  registry_.unlockRegistry();
+#if DEFERO_REALTIME
+  if (rt_)
+    rt_->unlockInChild();
+#endif
 }
 
 // --- real-time builds ------------------------------------------------------------
 
 #if DEFERO_REALTIME
-void ProcessHeap::startRealtime() { rt_ = RealtimeHeap::start(cfg_); }
+void ProcessHeap::startRealtime() {
+  rt_ = RealtimeHeap::start(cfg_);
+  std::lock_guard<SpinLock> guard(heaps_lock_);
+  for (LocalHeap *h = heaps_; h; h = h->next_heap)
+    h->divert = divertFlag();
+  if (rt_)
+    tls_fast = nullptr; // (the only thread with a heap yet: the constructor)
+}
 
 /// A program allocation in a real-time build: the pending hint is consumed
 /// and counted (the buddy policy cannot place by it), the block comes from
 /// the buddy heap.
-void *ProcessHeap::realtimeMalloc(std::size_t sz) {
-  const PendingHint h = tls_hint;
-  if (h.kind)
-    tls_hint.kind = kHintNone;
+void *ProcessHeap::realtimeMalloc(LocalHeap *h, std::size_t sz, const PendingHint &hint) {
   void *p = rt_->malloc(sz);
   if (!p)
     return nullptr;
-  if (h.kind) {
-    SlotCounters &sc = counters();
-    sc.hinted_allocs.fetch_add(1, std::memory_order_relaxed);
+  if (hint.kind) {
+    h->count.hinted_allocs.add(1);
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(rt_->base());
     const unsigned shift = 32 - cfg_.k;
-    if (h.where && rt_->owns(h.where) && cfg_.k > 0 &&
-        ((reinterpret_cast<std::uintptr_t>(h.where) - base) >> shift) ==
+    if (hint.where && rt_->owns(hint.where) && cfg_.k > 0 &&
+        ((reinterpret_cast<std::uintptr_t>(hint.where) - base) >> shift) ==
             ((reinterpret_cast<std::uintptr_t>(p) - base) >> shift))
-      sc.hint_same_class.fetch_add(1, std::memory_order_relaxed);
+      h->count.hint_same_class.add(1);
   }
-  if (trace_.enabled())
-    trace_.onMalloc(p, sz);
+  traceMalloc(p, sz);
   return p;
 }
 
 std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
   unsigned long long hints[3] = {}, hinted = 0, same = 0, boot = 0;
-  for (const SlotCounters &c : slots_) {
-    for (int k = 0; k < 3; ++k)
-      hints[k] += c.hints[k].load(std::memory_order_relaxed);
-    hinted += c.hinted_allocs.load(std::memory_order_relaxed);
-    same += c.hint_same_class.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<SpinLock> guard(heaps_lock_);
+    for (const LocalHeap *h = heaps_; h; h = h->next_heap) {
+      for (int k = 0; k < 3; ++k)
+        hints[k] += h->count.hints[k].get();
+      hinted += h->count.hinted_allocs.get();
+      same += h->count.hint_same_class.get();
+      boot += h->smallAllocs();
+    }
   }
-  for (unsigned i = 0; i < Small::kHeaps; ++i)
-    small_.heap(i).withLock([&](auto &h) { boot += h.allocCount(); });
   const RealtimeHeap::Counts n = rt_->counts();
   char hw[700];
   if (!rt_->formatHw(hw, sizeof hw))
@@ -707,6 +698,13 @@ std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
 void ProcessHeap::startRealtime() {}
 #endif
 
+void *mallocFull(std::size_t sz) {
+  if (void *p = mallocHintedFast(sz))
+    return p;
+  return processHeap().mallocSlow(sz, nullptr);
+}
+void freeFull(void *p, const char *call) { processHeap().freeSlow(p, call); }
+
 // --- construction on first use ------------------------------------------------
 
 namespace {
@@ -720,12 +718,11 @@ ProcessHeap &processHeap() {
   if (__builtin_expect(heap_state.load(std::memory_order_acquire) == 2, 1))
     return *heap_ptr;
   int expected = 0;
-  if (heap_state.compare_exchange_strong(expected, 1,
-                                         std::memory_order_acq_rel)) {
+  if (heap_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     Config cfg = readConfig();
     heap_ptr = new (heap_storage) ProcessHeap(cfg);
     // The real-time heap's model allocates while it starts: this thread's
-    // calls then find the process heap (its K-Bit part) ready.
+    // calls then find the process heap (its small heaps) ready.
     constructing = true;
     heap_ptr->startRealtime();
     constructing = false;

@@ -1,64 +1,247 @@
 // process_heap.h - the heap behind libdefero's malloc, operator new and C
-// API: the layers composed, plus the hint channel, policies and statistics.
+// API: routing between the per-thread small-object heaps and the large
+// heap, the hint channel, policies and statistics.
 //
-//   small objects (<= 32 KiB):
-//     ThreadHeap<4, LockedHeap<SpinLock, KBitHeap<SharedArena<SpanArena>>>>
-//   large objects: MmapHeap
-//   around both: statistics (per-thread-slot counters, live bytes published
-//   in batches) and TraceHeap's TraceLog, driven here rather than through
-//   the StatsHeap/TraceHeap layers because hinted calls carry more than
-//   malloc(size) and the counters must not share cache lines between
-//   threads.
+//   small objects (<= 32 KiB): one LocalHeap per thread (pages/local_heap.h)
+//     over the PageArena window; no lock, no atomic read-modify-write on
+//     the owner's malloc and free
+//   large objects: MmapHeap (its own lock)
+//
+// The fast paths are inline here so that overrides.cpp compiles malloc and
+// free into straight-line code: malloc of up to 1 KiB with no hint pending
+// is a TLS load, a class-table load and LocalHeap::mallocFast plus two
+// counter updates; free by the owner is PageArena::spanOf, a reciprocal
+// multiply for the slot and a bit set. Everything else (a hint, tracing, a
+// real-time backend, a large block, another thread's block, a full span)
+// takes the out-of-line slow path.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "config.h"
 #include "container_registry.h"
-#include "defero/heaplayers/threads/locked_heap.h"
-#include "defero/heaplayers/threads/spin_lock.h"
-#include "defero/heaplayers/threads/thread_heap.h"
 #include "defero/heaplayers/top/mmap_heap.h"
-#include "defero/heaplayers/top/shared_arena.h"
-#include "defero/heaplayers/top/span_arena.h"
 #include "defero/heaplayers/utility/trace_heap.h"
-#include "defero/kbit/kbit_heap.h"
+#include "defero/kbit/size_classes.h"
+#include "defero/pages/local_heap.h"
+#include "defero/pages/page_arena.h"
+#include "defero/platform/os.h"
 #if DEFERO_REALTIME
 #include "realtime_heap.h"
 #endif
 
+#ifndef DEFERO_CHECKED
+#define DEFERO_CHECKED 0
+#endif
+
 namespace defero {
 
-/// The one-shot hint of the calling thread (kind 0: none pending).
-struct PendingHint {
-  std::uint8_t kind; // 0 none, 1 neighbor, 2 tree, 3 container
-  std::int8_t side;  // tree: 1 = insert left
-  const void *container;
-  const void *where;
-};
+using pages::LocalHeap;
+using pages::PageArena;
+using pages::PendingHint;
+using pages::SlotPage;
+
 enum : std::uint8_t { kHintNone, kHintNeighbor, kHintTree, kHintContainer };
 
-extern thread_local PendingHint tls_hint __attribute__((tls_model("initial-exec")));
+/// The calling thread's small-object heap (null until its first call).
+extern constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec")));
+
+// Checked builds (libdefero-checked.so) end every small block with an
+// 8-byte canary in its slot's last bytes, checked when the block is freed
+// or reallocated: a write past the block that reaches the slot's end is
+// reported instead of silently corrupting the neighbour.
+inline constexpr std::size_t kCanaryBytes = DEFERO_CHECKED ? 8 : 0;
+inline constexpr std::uint64_t kCanary = 0xCA4A'27CA'4A27'CA4Aull;
+/// Requests up to this size are small (the slot includes the canary).
+inline constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
+/// Requests up to this size take the inline fast path (one table load for
+/// the class).
+inline constexpr std::size_t kMaxFast = kbit::kSmallTableMax - kCanaryBytes;
+
+/// The calling thread's heap while its next call may take the fast path:
+/// null before the thread's first call, while a hint is pending, and in
+/// traced or real-time runs (everything then takes the full path).
+extern constinit thread_local LocalHeap *tls_fast __attribute__((tls_model("initial-exec")));
+
+/// The process's live bytes and their peak (see LiveTotals).
+extern pages::LiveTotals g_live;
+
+#define DEFERO_ALWAYS_INLINE inline __attribute__((always_inline))
+
+inline void armCanary(void *p, std::size_t slot) {
+  if constexpr (kCanaryBytes != 0)
+    std::memcpy(static_cast<char *>(p) + slot - kCanaryBytes, &kCanary, kCanaryBytes);
+}
+inline void checkCanary(void *p, std::size_t slot, const char *call) {
+  if constexpr (kCanaryBytes != 0) {
+    std::uint64_t v;
+    std::memcpy(&v, static_cast<char *>(p) + slot - kCanaryBytes, sizeof v);
+    if (v != kCanary)
+      os::fatal_pointer(call, p, "heap overflow: the canary after the block was overwritten");
+  }
+  (void)p, (void)slot, (void)call;
+}
+
+/// Counts a small block of class cls just taken by h's owner.
+DEFERO_ALWAYS_INLINE void finishSmall(LocalHeap *h, void *p, unsigned cls) {
+  const std::size_t slot = kbit::kClassBytes[cls];
+  armCanary(p, slot);
+  (void)slot;
+  h->count.allocs[cls].add(1);
+}
+
+/// malloc's fast path: a request of up to kMaxFast bytes from the Current
+/// span of the calling thread's heap. nullptr: take ProcessHeap::malloc.
+DEFERO_ALWAYS_INLINE void *mallocFast(std::size_t sz) {
+  LocalHeap *h = tls_fast;
+  if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
+    return nullptr;
+  const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
+  void *p = h->mallocFast(cls);
+  if (__builtin_expect(p != nullptr, 1))
+    finishSmall(h, p, cls);
+  return p;
+}
+
+/// free's fast path: a block of a span of the calling thread's heap. false:
+/// take ProcessHeap::free.
+DEFERO_ALWAYS_INLINE bool freeFast(void *p, const char *call) {
+  SlotPage *pg = PageArena::get().spanOf(p);
+  LocalHeap *h = tls_fast;
+  if (__builtin_expect(pg == nullptr || pg->owner != h, 0))
+    return false;
+  const unsigned i = pg->slotAt(p);
+  if (__builtin_expect(i == pages::kNoSlot, 0))
+    return false;
+  checkCanary(p, pg->slot_bytes, call);
+  h->count.frees[pg->cls].add(1);
+  h->freeLocal(pg, i, call);
+  return true;
+}
+
+/// True once any container has a policy of its own (then every hinted
+/// allocation takes the full path, which reads the policy).
+extern std::atomic<bool> g_any_policy;
+
+/// Makes `hint` the calling thread's pending hint if it has a heap (false:
+/// take ProcessHeap's hint functions). `which` counts it.
+DEFERO_ALWAYS_INLINE bool hintFast(const PendingHint &hint, unsigned which) {
+  LocalHeap *h = tls_heap;
+  if (__builtin_expect(h == nullptr, 0))
+    return false;
+  h->count.hints[which].add(1);
+  h->hint = hint;
+  tls_fast = nullptr;
+  return true;
+}
+
+/// How far into a container object its header (the end sentinel, or the
+/// tree's header node) may lie: libstdc++'s are at offset 0 (list) and 8
+/// (red-black tree).
+inline constexpr std::uintptr_t kHeaderReach = 64;
+
+/// Whether p lies in the container object at c (its header).
+inline bool inContainer(const void *p, const void *c) {
+  return reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(c) <
+         kHeaderReach;
+}
+
+/// Whether the hinted node goes before its anchor in the container's order,
+/// so below it in memory: a left child; a list node inserted before its
+/// neighbour (push_front, insert(pos) in the middle). A list node is told
+/// by libstdc++'s layout {next, prev}: the neighbour's prev links back to
+/// it. Only for an anchor that is a 16-byte-aligned block of the window
+/// (so its two words, and a prev inside the window, can be read).
+DEFERO_ALWAYS_INLINE bool linksBefore(const PendingHint &hint) {
+  if (hint.kind == kHintTree)
+    return hint.side != 0;
+  if (hint.kind != kHintNeighbor ||
+      (reinterpret_cast<std::uintptr_t>(hint.where) & 15) != 0)
+    return false;
+  auto *n = static_cast<const void *const *>(hint.where);
+  if (inContainer(n[0], hint.container))
+    return false; // the tail, appended after
+  // The neighbour's prev: the header (the container is live: readable),
+  // or a block of the window (16-byte aligned: its first word is in it).
+  const void *prev = n[1];
+  if (inContainer(prev, hint.container) ||
+      ((reinterpret_cast<std::uintptr_t>(prev) & 15) == 0 && PageArena::get().spanOf(prev)))
+    return static_cast<const void *const *>(prev)[0] == n;
+  return false;
+}
+
+/// The hinted allocation's fast path: a neighbour or tree hint whose anchor
+/// is a block of the calling thread's heap, of the same class, with a free
+/// slot within a line or two of it (above it first; below it first for a
+/// left child). nullptr: take the full path.
+DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
+  LocalHeap *h = tls_heap;
+  if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
+    return nullptr;
+  const PendingHint hint = h->hint;
+  if (__builtin_expect((hint.kind != kHintNeighbor && hint.kind != kHintTree) ||
+                           (h->divert | g_any_policy.load(std::memory_order_relaxed)),
+                       0))
+    return nullptr;
+  SlotPage *pg = PageArena::get().spanOf(hint.where);
+  const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
+  if (pg == nullptr || pg->owner != h || pg->cls != cls)
+    return nullptr;
+  const unsigned i = LocalHeap::slotOf(pg, hint.where);
+  const unsigned reach = LocalHeap::lineReach(cls);
+  unsigned j;
+  if (linksBefore(hint)) {
+    j = pg->findDown(i, reach);
+    if (j == pages::kNoSlot)
+      j = pg->findUp(i, reach);
+  } else {
+    j = pg->findUp(i, reach);
+    if (j == pages::kNoSlot)
+      j = pg->findDown(i, reach);
+  }
+  if (j == pages::kNoSlot)
+    return nullptr;
+  pg->take(j);
+  void *p = pg->address(j);
+  h->hint.kind = kHintNone;
+  tls_fast = h;
+  h->recent_container = hint.container;
+  h->recent_node = p;
+  finishSmall(h, p, cls);
+  h->count.hinted_allocs.add(1);
+  if (h->sameClass(hint.where, p))
+    h->count.hint_same_class.add(1);
+  return p;
+}
 
 class ProcessHeap {
-  struct ArenaTag {};
-
 public:
-  // 64 GiB of address space for small objects (reserved, not committed).
-  using Arena = SharedArena<SpanArena<std::size_t{1} << 36, 65536>, ArenaTag>;
-  using Kbit = LockedHeap<SpinLock, KBitHeap<Arena, 20>>;
-  using Small = ThreadHeap<4, Kbit>;
-
   explicit ProcessHeap(const Config &cfg);
 
-  void *malloc(std::size_t sz);
+  void *malloc(std::size_t sz) {
+    if (void *p = mallocFast(sz))
+      return p;
+    if (void *p = mallocHintedFast(sz))
+      return p;
+    return mallocSlow(sz, nullptr);
+  }
+
+  void free(void *p, const char *call) {
+    if (!freeFast(p, call))
+      freeSlow(p, call);
+  }
+
+  void *mallocSlow(std::size_t sz, bool *fresh);
+  /// free's full path (after freeFast declined).
+  void freeSlow(void *p, const char *call);
+
   void *mallocAligned(std::size_t sz, std::size_t align);
   void *calloc(std::size_t n, std::size_t sz);
   void *realloc(void *p, std::size_t sz, const char *call);
-  void free(void *p, const char *call);
   std::size_t usableSize(const void *p);
 
   void *allocNear(std::size_t sz, const void *hint);
@@ -84,62 +267,66 @@ public:
 
   /// Real-time builds: starts the buddy heap DEFERO_BACKEND names (nothing
   /// for kbit). Runs once, while the process heap is being constructed:
-  /// the K-Bit heap already serves the model's own allocations.
+  /// the small heaps already serve the model's own allocations.
   void startRealtime();
 
+  /// The calling thread's heap, attached (adopted or made) on first use;
+  /// nullptr only if no metadata can be mapped.
+  LocalHeap *heap() {
+    LocalHeap *h = tls_heap;
+    return h ? h : attachHeap();
+  }
+
+  /// Consumes h's pending hint (one-shot, whatever happens next).
+  static PendingHint takeHint(LocalHeap *h) {
+    const PendingHint hint = h->hint;
+    h->hint.kind = kHintNone;
+    tls_fast = h->divert ? nullptr : h;
+    return hint;
+  }
+  /// Makes `hint` h's pending hint.
+  static void setHint(LocalHeap *h, const PendingHint &hint) {
+    h->hint = hint;
+    tls_fast = nullptr;
+  }
+
 private:
-  void unlockAfterFork(bool child);
-  void *mallocFresh(std::size_t sz, bool *fresh);
-  void *mallocLarge(std::size_t sz, std::size_t align, bool *fresh);
-  void *finishSmall(void *p, std::size_t sz);
-  void *hinted(std::size_t sz, const PendingHint &h);
+  void *mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align, bool *fresh);
+  void *hinted(LocalHeap *h, unsigned cls, const PendingHint &hint);
+  LocalHeap *attachHeap();
+  static void threadExit(void *heap);
+  void noteFootprint();
+  void traceMalloc(void *p, std::size_t sz) {
+    if (trace_.enabled())
+      trace_.onMalloc(p, sz);
+  }
+  std::uint8_t divertFlag() const;
 #if DEFERO_REALTIME
-  void *realtimeMalloc(std::size_t sz);
+  void *realtimeMalloc(LocalHeap *h, std::size_t sz, const PendingHint &hint);
   std::size_t formatRealtimeStats(char *buf, std::size_t cap);
   RealtimeHeap *rt_ = nullptr;
   /// Whether this call should go to the real-time heap.
   bool realtime() const { return rt_ && !tls_in_realtime; }
 #endif
-  bool pathBits(const void *parent, int insert_left, std::uint64_t &bits,
-                unsigned &depth);
-  void noteAlloc(void *p, std::size_t usable, std::size_t requested);
-  void noteFootprint();
-  Kbit *smallOwner(const void *p);
-  Kbit &heapFor(const void *anchor);
-
-  /// Counters of one thread slot, on their own cache line so threads do
-  /// not bounce lines between cores (threads share a slot only beyond
-  /// kCounterSlots threads, and then still count exactly: the adds are
-  /// atomic).
-  struct alignas(64) SlotCounters {
-    std::atomic<std::uint64_t> hints[3];
-    std::atomic<std::uint64_t> hinted_allocs, hint_same_class, policy_allocs;
-    std::atomic<std::uint64_t> large_allocs, large_frees;
-  };
-  static constexpr unsigned kCounterSlots = 64;
-  SlotCounters &counters();
-  void addLive(std::int64_t bytes);
-  void armLiveHook();
-  static void threadExit(void *heap);
 
   Config cfg_;
   int pid_; // the process that read the configuration
-  os::ThreadExitHook live_hook_;
-  Small small_;
+  os::ThreadExitHook exit_hook_;
   MmapHeap large_;
   ContainerRegistry registry_;
   TraceLog trace_;
-  SlotCounters slots_[kCounterSlots] = {};
-  std::atomic<Kbit *> by_id_[256] = {};
-  std::atomic<unsigned> next_slot_{0};
-  // Live bytes reach this total in batches of at most kLiveBatch per thread
-  // (see addLive), so peak_live_bytes is exact to within kLiveBatch bytes
-  // per thread.
-  std::atomic<std::int64_t> live_{0}, peak_live_{0};
+  SpinLock heaps_lock_; // the heap lists (attach, exit, fork, stats)
+  LocalHeap *heaps_ = nullptr;   // every heap ever made
+  LocalHeap *orphans_ = nullptr; // heaps whose thread exited
   std::atomic<std::uint64_t> peak_footprint_{0};
 };
 
 /// The process heap, constructed (and the environment read) on first use.
 ProcessHeap &processHeap();
+
+/// malloc's and free's full paths behind their fast paths: out of line, so
+/// the fast path keeps no register across a call.
+__attribute__((noinline)) void *mallocFull(std::size_t sz);
+__attribute__((noinline)) void freeFull(void *p, const char *call);
 
 } // namespace defero

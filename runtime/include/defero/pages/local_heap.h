@@ -1,0 +1,410 @@
+// local_heap.h - LocalHeap: one thread's small-object heap. Its owner
+// allocates and frees with no lock and no atomic read-modify-write; other
+// threads' frees reach it through a lock-free list it collects.
+//
+// Structure (mimalloc's pages, snmalloc's message queue, jemalloc's
+// lowest-slot-first order):
+//  - per size class, the Current span (unhinted mallocs take its lowest
+//    free slot) and a list of Avail spans with room; a span that fills
+//    leaves every list and comes back when its owner frees into it;
+//  - per size class, a Run span that is cut into runs for containers: a
+//    run is one K-class of the span (at least kMinRunBytes), handed to one
+//    container and filled in address order, so a container whose nodes
+//    cannot go beside their neighbour gets contiguous fresh memory instead
+//    of a scattered free slot (ccmalloc's "new-block");
+//  - `remote`: the blocks other threads freed, pushed with one CAS each
+//    (Treiber stack through the block's first word), taken whole with one
+//    exchange by the owner on its slow path.
+//
+// Costs: malloc hit, about 15 instructions (the span's summary word, two
+// tzcnt); free by the owner about 20 (page map, reciprocal division for the
+// slot, bit set); a free from another thread one CAS; the slow path (span
+// full) drains the remote list, then takes an Avail span or carves one.
+//
+// A heap outlives its thread: when the thread exits the heap is orphaned
+// whole (its spans keep pointing at it, remote frees keep arriving) and the
+// next new thread adopts it, so no span ever changes owner. Counters are
+// plain per-heap words (relaxed atomics written only by the owner, so
+// readers merge them without a data race).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "defero/kbit/size_classes.h"
+#include "defero/pages/container_table.h"
+#include "defero/pages/page_arena.h"
+#include "defero/pages/slot_page.h"
+
+namespace defero::pages {
+
+/// A counter written only by its heap's owner: an add is a load and a store
+/// (no lock prefix); any thread may read it.
+class OwnerCounter {
+public:
+  void add(std::uint64_t n) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  std::uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+private:
+  std::atomic<std::uint64_t> v_{0};
+};
+
+/// The process's live bytes as the heaps publish them, and the peak. A heap
+/// publishes at each refill of a span (and when its thread exits, and when
+/// statistics are read), so the peak misses at most, per thread, the room
+/// its Current spans had at its last refill: one span (64 KiB) per size
+/// class in use.
+struct LiveTotals {
+  std::atomic<std::int64_t> live{0}, peak{0};
+  std::size_t canary = 0; ///< bytes of each slot that are not the block's
+
+  /// Adds delta (which may be negative) and raises the peak.
+  void add(std::int64_t delta) {
+    if (delta == 0)
+      return;
+    const std::int64_t now = live.fetch_add(delta, std::memory_order_relaxed) + delta;
+    raise(now);
+  }
+  void raise(std::int64_t now) {
+    std::int64_t p = peak.load(std::memory_order_relaxed);
+    while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed))
+      ;
+  }
+};
+
+/// The pending one-shot hint of a thread (kind 0: none). Kinds are the
+/// hint ABI's (1 neighbour, 2 tree, 3 container).
+struct PendingHint {
+  std::uint8_t kind = 0;
+  std::int8_t side = 0; // tree: 1 = insert left
+  const void *container = nullptr;
+  const void *where = nullptr;
+};
+
+class LocalHeap {
+public:
+  static constexpr unsigned kClasses = kbit::kNumClasses;
+  static constexpr std::size_t kMinRunBytes = 1024;
+
+  LocalHeap(unsigned k, LiveTotals *totals)
+      : totals_(totals), k_(k), class_shift_(32 - k) {
+    for (auto &c : cur_)
+      c = const_cast<SlotPage *>(&kNoRoom);
+  }
+  LocalHeap(const LocalHeap &) = delete;
+  LocalHeap &operator=(const LocalHeap &) = delete;
+
+  // --- the owner's fast paths ---------------------------------------------
+
+  /// A slot of class cls from the Current span; nullptr when it is full
+  /// (then call mallocSlow).
+  __attribute__((always_inline)) void *mallocFast(unsigned cls) {
+    SlotPage *pg = cur_[cls];
+    const unsigned i = pg->takeLowest();
+    return i == kNoSlot ? nullptr : pg->address(i);
+  }
+
+  /// A slot of class cls, refilling the Current span if needed; nullptr
+  /// when the window is exhausted.
+  void *malloc(unsigned cls) {
+    if (void *p = mallocFast(cls))
+      return p;
+    return mallocSlow(cls);
+  }
+
+  __attribute__((noinline)) void *mallocSlow(unsigned cls) {
+    collectRemote();
+    SlotPage *pg = cur_[cls];
+    if (!pg->hasRoom()) {
+      if (pg != &kNoRoom)
+        pg->state = SpanState::Full;
+      pg = nextCurrent(cls);
+      if (!pg)
+        return nullptr;
+    }
+    return pg->address(pg->takeLowest());
+  }
+
+  /// Frees slot i of pg, a span this heap owns. `call` names the API entry
+  /// in the one-line report of a double free.
+  __attribute__((always_inline)) void freeLocal(SlotPage *pg, unsigned i, const char *call) {
+    const unsigned w = i / kWordBits;
+    const std::uint64_t bit = std::uint64_t{1} << (i % kWordBits);
+    const std::uint64_t f = pg->free[w];
+    if (__builtin_expect(f & bit, 0))
+      os::fatal_pointer(call, pg->address(i), "double free (block is already free)");
+    pg->free[w] = f | bit;
+    const std::uint64_t s = pg->summary;
+    pg->summary = s | (std::uint64_t{1} << w);
+    --pg->used;
+    if (__builtin_expect(s == 0, 0) && pg->state == SpanState::Full)
+      pushAvail(pg);
+  }
+
+  /// Another thread's free of a block of one of this heap's spans.
+  void freeRemote(void *p) {
+    void *head = remote_.load(std::memory_order_relaxed);
+    do
+      *static_cast<void **>(p) = head;
+    while (!remote_.compare_exchange_weak(head, p, std::memory_order_release,
+                                          std::memory_order_relaxed));
+  }
+
+  /// Frees every block other threads handed back (the owner, any time).
+  void collectRemote() {
+    if (!remote_.load(std::memory_order_relaxed))
+      return;
+    void *p = remote_.exchange(nullptr, std::memory_order_acquire);
+    while (p) {
+      void *next = *static_cast<void **>(p);
+      SlotPage *pg = PageArena::get().spanOf(p);
+      freeLocal(pg, pg->slotAt(p), "free");
+      p = next;
+    }
+  }
+
+  // --- placement --------------------------------------------------------
+
+  /// Slot of p in pg (p must be a slot start of pg).
+  static unsigned slotOf(const SlotPage *pg, const void *p) {
+    return static_cast<unsigned>(
+        ((reinterpret_cast<std::uintptr_t>(p) - pg->start) * pg->reciprocal) >> 48);
+  }
+
+  /// Slots within one or two cache lines of a slot: ceil(128 / size).
+  static constexpr auto kLineReach = [] {
+    std::array<std::uint8_t, kClasses> r{};
+    for (unsigned c = 0; c < kClasses; ++c)
+      r[c] = static_cast<std::uint8_t>((128u + kbit::kClassBytes[c] - 1) / kbit::kClassBytes[c]);
+    return r;
+  }();
+  static unsigned lineReach(unsigned cls) { return kLineReach[cls]; }
+
+  /// The span of this heap and class cls holding `anchor`, or nullptr.
+  SlotPage *mySpan(const void *anchor, unsigned cls) const {
+    SlotPage *pg = anchor ? PageArena::get().spanOf(anchor) : nullptr;
+    return pg && pg->owner == this && pg->cls == cls ? pg : nullptr;
+  }
+
+  /// A free slot within `reach` slots of anchor's slot in pg, the side
+  /// `up_first` names first; nullptr if none.
+  void *takeNear(SlotPage *pg, const void *anchor, unsigned reach, bool up_first) {
+    const unsigned i = slotOf(pg, anchor);
+    const unsigned j = pg->findNear(i, reach, up_first);
+    if (j == kNoSlot)
+      return nullptr;
+    pg->take(j);
+    return pg->address(j);
+  }
+
+  /// A free slot within `reach` slots of anchor's slot in pg: on the side
+  /// `up_first` names if there is one there, else on the other; nullptr if
+  /// none. (Not the nearest: a list or an in-order walk goes one way.)
+  void *takeBeside(SlotPage *pg, const void *anchor, unsigned reach, bool up_first) {
+    const unsigned i = slotOf(pg, anchor);
+    unsigned j = up_first ? pg->findUp(i, reach) : pg->findDown(i, reach);
+    if (j == kNoSlot)
+      j = up_first ? pg->findDown(i, reach) : pg->findUp(i, reach);
+    if (j == kNoSlot)
+      return nullptr;
+    pg->take(j);
+    return pg->address(j);
+  }
+
+  /// The free slot of pg nearest anchor's (anywhere in the span); nullptr if
+  /// pg is full.
+  void *takeNearest(SlotPage *pg, const void *anchor, bool up_first) {
+    const unsigned j = pg->findNearest(slotOf(pg, anchor), up_first);
+    if (j == kNoSlot)
+      return nullptr;
+    pg->take(j);
+    return pg->address(j);
+  }
+
+  /// The next slot of c's run that grows `down` (or up), opening a run if
+  /// it has none or it is used up: contiguous memory in address order.
+  void *takeRun(ContainerSlot &c, unsigned cls, bool down) {
+    Run &r = down ? c.down : c.up;
+    if (r.span && r.span->cls == cls) {
+      const unsigned j = down ? r.span->findInRangeDown(r.lo, r.next)
+                              : r.span->findInRange(r.next, r.hi);
+      if (j != kNoSlot)
+        return takeFromRun(r, j, down);
+    }
+    SlotPage *rp = run_[cls];
+    if (!rp || rp->run_cursor >= rp->slots) {
+      if (rp)
+        retireRun(rp);
+      rp = PageArena::get().carve(cls, this);
+      if (!rp)
+        return nullptr;
+      rp->state = SpanState::Run;
+      run_[cls] = rp;
+    }
+    const unsigned lo = rp->run_cursor, hi = runEnd(rp, lo);
+    rp->run_cursor = static_cast<std::uint16_t>(hi);
+    r = Run{rp, static_cast<std::uint16_t>(lo), static_cast<std::uint16_t>(hi),
+            static_cast<std::uint16_t>(down ? hi : lo)};
+    // Never handed out as a run, but a node placed beside its neighbour
+    // may have taken a slot of it: search.
+    const unsigned j = down ? rp->findInRangeDown(lo, hi) : rp->findInRange(lo, hi);
+    return j == kNoSlot ? nullptr : takeFromRun(r, j, down);
+  }
+
+  /// This thread's record of container c; nullptr if the table cannot be
+  /// mapped.
+  ContainerSlot *container(const void *c) {
+    if (__builtin_expect(!containers_.ready(), 0)) {
+      void *m = PageArena::get().meta(ContainerTable::kBytes, 4096);
+      if (!m)
+        return nullptr;
+      containers_.attach(m);
+    }
+    return &containers_.find(c);
+  }
+
+  /// Forgets every container (the heap changes thread).
+  void forgetContainers() { containers_.forget(); }
+
+  unsigned k() const { return k_; }
+
+  /// Whether a and b (both in the window) lie in one K-class.
+  bool sameClass(const void *a, const void *b) const {
+    const std::uintptr_t x = reinterpret_cast<std::uintptr_t>(a),
+                         y = reinterpret_cast<std::uintptr_t>(b);
+    if (__builtin_expect(class_shift_ <= PageArena::kBaseAlignShift, 1))
+      return ((x ^ y) >> class_shift_) == 0; // the window starts on a class
+    const std::uintptr_t base = PageArena::get().base();
+    return ((x - base) >> class_shift_) == ((y - base) >> class_shift_);
+  }
+
+  // --- bookkeeping read by the process heap ---------------------------------
+
+  PendingHint hint;           ///< this thread's pending one-shot hint
+  /// The container of the thread's last hinted allocation and the node it
+  /// got (the fast path records only these; a container hint for the same
+  /// container then goes beside that node).
+  const void *recent_container = nullptr, *recent_node = nullptr;
+  std::uint8_t divert = 0;    ///< nonzero: every call takes the full path
+  /// Per size class, the blocks this heap's thread took and gave back
+  /// (whichever heap owned them): an owner counter each, so live bytes
+  /// cost no shared write on the fast path.
+  struct Counters {
+    OwnerCounter allocs[kClasses], frees[kClasses];
+    OwnerCounter large_allocs, large_frees;
+    OwnerCounter hints[3], hinted_allocs, hint_same_class, policy_allocs;
+  } count;
+  LocalHeap *next_heap = nullptr;   ///< every heap (ProcessHeap's list)
+  LocalHeap *next_orphan = nullptr; ///< heaps without a thread
+  bool orphan = false;
+
+  /// Live bytes of small blocks by this heap's counts (allocated by its
+  /// thread minus freed by it; may be negative when the thread frees blocks
+  /// others allocated). Any thread may call it; O(classes).
+  std::int64_t smallLiveBytes(std::size_t canary) const {
+    std::int64_t live = 0;
+    for (unsigned c = 0; c < kClasses; ++c)
+      live += static_cast<std::int64_t>(count.allocs[c].get() - count.frees[c].get()) *
+              static_cast<std::int64_t>(kbit::kClassBytes[c] - canary);
+    return live;
+  }
+  /// Small allocations and frees counted by this heap.
+  std::uint64_t smallAllocs() const {
+    std::uint64_t n = 0;
+    for (const auto &c : count.allocs)
+      n += c.get();
+    return n;
+  }
+  std::uint64_t smallFrees() const {
+    std::uint64_t n = 0;
+    for (const auto &c : count.frees)
+      n += c.get();
+    return n;
+  }
+  /// Adds this heap's change of live bytes since its last call to the
+  /// process total (the owner, or anyone while the heap has no thread).
+  std::int64_t livePublished() const { return live_published_.load(std::memory_order_relaxed); }
+  void publishLive() {
+    const std::int64_t now = smallLiveBytes(totals_->canary);
+    totals_->add(now - live_published_.load(std::memory_order_relaxed));
+    live_published_.store(now, std::memory_order_relaxed);
+  }
+
+private:
+  /// A span that never has room: Current of a class before its first
+  /// malloc, so the fast path needs no null test.
+  static constexpr SlotPage kNoRoom{};
+
+  SlotPage *nextCurrent(unsigned cls) {
+    SlotPage *pg;
+    while ((pg = avail_[cls]) != nullptr) {
+      avail_[cls] = pg->next;
+      pg->next = nullptr;
+      if (pg->hasRoom())
+        break;
+      pg->state = SpanState::Full; // filled by hinted takes while listed
+    }
+    if (!pg) {
+      pg = PageArena::get().carve(cls, this);
+      if (!pg)
+        return nullptr;
+    }
+    pg->state = SpanState::Current;
+    cur_[cls] = pg;
+    publishLive();
+    return pg;
+  }
+
+  __attribute__((noinline)) void pushAvail(SlotPage *pg) {
+    pg->state = SpanState::Avail;
+    pg->next = avail_[pg->cls];
+    avail_[pg->cls] = pg;
+  }
+
+  void *takeFromRun(Run &r, unsigned j, bool down) {
+    r.span->take(j);
+    // Up: the next search starts above j; down: it ends below j.
+    r.next = static_cast<std::uint16_t>(down ? j : j + 1);
+    return r.span->address(j);
+  }
+
+  void retireRun(SlotPage *rp) {
+    if (rp->hasRoom())
+      pushAvail(rp);
+    else
+      rp->state = SpanState::Full;
+  }
+
+  /// End of the run starting at slot lo: the slots whose start lies in the
+  /// same K-class (of at least kMinRunBytes) as lo's.
+  unsigned runEnd(const SlotPage *rp, unsigned lo) const {
+    const std::uintptr_t base = PageArena::get().base();
+    std::size_t unit = k_ >= 32 ? 1 : std::size_t{1} << (32 - k_);
+    if (unit < kMinRunBytes)
+      unit = kMinRunBytes;
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(rp->address(lo)) - base;
+    const std::uintptr_t next_unit = (a / unit + 1) * unit + base;
+    const std::uintptr_t bytes = next_unit - rp->start;
+    unsigned hi = static_cast<unsigned>((bytes + rp->slot_bytes - 1) / rp->slot_bytes);
+    if (hi <= lo)
+      hi = lo + 1;
+    return hi < rp->slots ? hi : rp->slots;
+  }
+
+  LiveTotals *totals_;
+  // The part of smallLiveBytes() in totals_ (written by the owner only).
+  std::atomic<std::int64_t> live_published_{0};
+  SlotPage *cur_[kClasses];
+  SlotPage *avail_[kClasses] = {};
+  SlotPage *run_[kClasses] = {};
+  ContainerTable containers_;
+  unsigned k_;
+  unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
+  alignas(64) std::atomic<void *> remote_{nullptr};
+};
+
+} // namespace defero::pages

@@ -1,0 +1,162 @@
+// page_arena.h - PageArena: the small-object window of the process heap,
+// its page map (pointer -> span metadata in two loads) and the metadata
+// pool every per-thread heap draws from.
+//
+// The window is a SpanArena (one reserved address range, 64 KiB pages,
+// committed as the bump pointer passes): the K-Bit partition classifies a
+// block by its offset in it. For each 64 KiB page the map holds the
+// SlotPage of the span covering it, or null; it is written once, when the
+// span is carved (release), and read by any thread without a lock
+// (acquire), so free() finds a block's span with no lock: two loads, a
+// subtraction and a shift.
+//
+// Carving a span and taking metadata are the slow path (a spin lock each;
+// once per 64 KiB of new memory). Nothing here is ever given back.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+
+#include "defero/heaplayers/threads/spin_lock.h"
+#include "defero/heaplayers/top/span_arena.h"
+#include "defero/kbit/size_classes.h"
+#include "defero/pages/slot_page.h"
+#include "defero/platform/os.h"
+
+namespace defero::pages {
+
+/// Out-of-line storage for metadata (span headers, path tables, heaps):
+/// carved from 1 MiB mappings, never mixed with user blocks, never freed.
+class MetaPool {
+public:
+  /// `bytes` of zeroed memory aligned to `align` (<= 4096), or nullptr.
+  void *get(std::size_t bytes, std::size_t align) {
+    std::lock_guard<SpinLock> guard(lock_);
+    std::uintptr_t at = (next_ + align - 1) & ~(align - 1);
+    if (at + bytes > end_) {
+      const std::size_t chunk = bytes > kChunk ? (bytes + 4095) & ~std::size_t{4095} : kChunk;
+      void *m = os::map(chunk);
+      if (!m)
+        return nullptr;
+      next_ = reinterpret_cast<std::uintptr_t>(m);
+      end_ = next_ + chunk;
+      at = next_;
+    }
+    next_ = at + bytes;
+    return reinterpret_cast<void *>(at);
+  }
+  void lock() { lock_.lock(); }
+  void unlock() { lock_.unlock(); }
+
+private:
+  static constexpr std::size_t kChunk = std::size_t{1} << 20;
+  SpinLock lock_;
+  std::uintptr_t next_ = 0, end_ = 0;
+};
+
+class PageArena {
+public:
+  // 64 GiB of address space for small objects (reserved, not committed).
+  using Window = SpanArena<std::size_t{1} << 36, 65536>;
+  static constexpr std::size_t kPageBytes = Window::kSpanBytes;
+  static constexpr unsigned kPageShift = 16;
+  static_assert(std::size_t{1} << kPageShift == kPageBytes);
+  /// The window starts on a multiple of 2^kBaseAlignShift bytes.
+  static constexpr unsigned kBaseAlignShift = 21;
+  static_assert(std::size_t{1} << kBaseAlignShift == Window::kBaseAlign);
+
+  /// The one instance (constant-initialised: usable before constructors).
+  static PageArena &get() {
+    static constinit PageArena instance;
+    return instance;
+  }
+
+  /// The span covering p, or nullptr (outside the window or not carved).
+  /// Lock-free: any thread, any time.
+  __attribute__((always_inline)) SlotPage *spanOf(const void *p) const {
+    const std::uintptr_t off =
+        reinterpret_cast<std::uintptr_t>(p) - base_.load(std::memory_order_relaxed);
+    if (off >= limit_.load(std::memory_order_acquire))
+      return nullptr;
+    return std::atomic_ref<SlotPage *>(map_[off >> kPageShift])
+        .load(std::memory_order_acquire);
+  }
+
+  /// Carves a fresh span for size class cls owned by `owner`: every slot
+  /// free, the page map pointing at its header. nullptr when the window or
+  /// the metadata is exhausted.
+  SlotPage *carve(unsigned cls, LocalHeap *owner) {
+    std::lock_guard<SpinLock> guard(carve_lock_);
+    const std::size_t bytes = kbit::spanBytesFor(kbit::kClassBytes[cls], kPageBytes);
+    void *hdr = meta_.get(sizeof(SlotPage), alignof(SlotPage));
+    if (!hdr)
+      return nullptr;
+    auto *s = static_cast<char *>(window_.malloc(bytes));
+    if (!s)
+      return nullptr; // (the header is lost: the window is full anyway)
+    if (!map_ && !mapInit())
+      return nullptr;
+    auto *pg = new (hdr) SlotPage();
+    pg->start = reinterpret_cast<std::uintptr_t>(s);
+    pg->slot_bytes = kbit::kClassBytes[cls];
+    pg->slots = static_cast<std::uint16_t>(bytes / kbit::kClassBytes[cls]);
+    pg->cls = static_cast<std::uint8_t>(cls);
+    pg->reciprocal = kbit::kClassReciprocal[cls];
+    pg->owner = owner;
+    pg->initFree();
+    const std::size_t first = (pg->start - window_.base()) >> kPageShift;
+    for (std::size_t i = 0; i < bytes / kPageBytes; ++i)
+      std::atomic_ref<SlotPage *>(map_[first + i]).store(pg, std::memory_order_release);
+    limit_.store(window_.usedBytes(), std::memory_order_release);
+    return pg;
+  }
+
+  /// Metadata memory (zeroed) for the heaps built on this arena.
+  void *meta(std::size_t bytes, std::size_t align) { return meta_.get(bytes, align); }
+
+  std::uintptr_t base() const { return base_.load(std::memory_order_relaxed); }
+  bool inWindow(const void *p) const {
+    return reinterpret_cast<std::uintptr_t>(p) - base() <
+           limit_.load(std::memory_order_relaxed);
+  }
+  /// Bytes of the window handed out as spans (the small heap's footprint).
+  std::size_t usedBytes() const { return window_.usedBytes(); }
+
+  /// Held across fork(): a child never inherits a half-carved span.
+  void lockAll() {
+    carve_lock_.lock();
+    meta_.lock();
+    window_.lockArena();
+  }
+  void unlockAll() {
+    window_.unlockArena();
+    meta_.unlock();
+    carve_lock_.unlock();
+  }
+
+private:
+  bool mapInit() {
+    // Called with the window reserved (after its first malloc): the map
+    // covers the whole window, committed only where spans are.
+    const std::size_t pages = window_.windowBytes() / kPageBytes;
+    map_ = static_cast<SlotPage **>(os::map_sparse(pages * sizeof(SlotPage *)));
+    if (!map_)
+      return false;
+    base_.store(window_.base(), std::memory_order_release);
+    return true;
+  }
+
+  SpinLock carve_lock_;
+  Window window_;
+  MetaPool meta_;
+  SlotPage **map_ = nullptr;
+  // base_ - limit_ is the carved part of the window; before the first span
+  // both are 0, so spanOf() of any pointer is nullptr.
+  std::atomic<std::uintptr_t> base_{0};
+  std::atomic<std::size_t> limit_{0};
+};
+
+} // namespace defero::pages
