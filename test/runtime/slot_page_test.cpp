@@ -1,0 +1,180 @@
+// slot_page_test - the placement structure of the per-thread heaps
+// (pages/slot_page.h) against a plain model: a vector of free flags and the
+// searches written the obvious way. Random operations on every slot count a
+// span can have (the last word partial or whole, one word, 4096 slots),
+// with the invariants checked after every operation.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "defero/pages/slot_page.h"
+
+namespace {
+
+using defero::pages::kNoSlot;
+using defero::pages::SlotPage;
+
+struct Model {
+  std::vector<bool> free;
+
+  unsigned lowest() const {
+    for (unsigned i = 0; i < free.size(); ++i)
+      if (free[i])
+        return i;
+    return kNoSlot;
+  }
+  unsigned inRange(unsigned lo, unsigned hi) const {
+    for (unsigned i = lo; i < hi && i < free.size(); ++i)
+      if (free[i])
+        return i;
+    return kNoSlot;
+  }
+  unsigned inRangeDown(unsigned lo, unsigned hi) const {
+    for (unsigned i = hi; i-- > lo;)
+      if (i < free.size() && free[i])
+        return i;
+    return kNoSlot;
+  }
+  unsigned up(unsigned i, unsigned r) const {
+    for (unsigned j = i + 1; j <= i + r && j < free.size(); ++j)
+      if (free[j])
+        return j;
+    return kNoSlot;
+  }
+  unsigned down(unsigned i, unsigned r) const {
+    for (unsigned d = 1; d <= r && d <= i; ++d)
+      if (free[i - d])
+        return i - d;
+    return kNoSlot;
+  }
+  unsigned near(unsigned i, unsigned r, bool up_first) const {
+    const unsigned u = up(i, r), d = down(i, r);
+    if (u == kNoSlot)
+      return d;
+    if (d == kNoSlot)
+      return u;
+    if (u - i == i - d)
+      return up_first ? u : d;
+    return u - i < i - d ? u : d;
+  }
+  unsigned nearest(unsigned i, bool up_first) const {
+    return near(i, static_cast<unsigned>(free.size()), up_first);
+  }
+};
+
+class SlotPageRandom : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
+  const unsigned slots = GetParam();
+  SlotPage pg;
+  pg.start = 0x100000;
+  pg.slot_bytes = 16;
+  pg.reciprocal = (std::uint64_t{1} << 48) / 16;
+  pg.slots = static_cast<std::uint16_t>(slots);
+  pg.initFree();
+  Model m{std::vector<bool>(slots, true)};
+  ASSERT_TRUE(pg.check());
+  std::mt19937_64 rng(slots * 7919u);
+  for (int op = 0; op < 20000; ++op) {
+    const unsigned i = static_cast<unsigned>(rng() % slots);
+    const unsigned r = 1 + static_cast<unsigned>(rng() % 70);
+    const bool up_first = rng() % 2;
+    switch (rng() % 8) {
+    case 0: { // unhinted malloc
+      const unsigned want = m.lowest();
+      const unsigned got = pg.takeLowest();
+      ASSERT_EQ(got, want) << "takeLowest, op " << op;
+      if (got != kNoSlot)
+        m.free[got] = false;
+      break;
+    }
+    case 1:
+    case 2: // free a taken slot
+      if (!m.free[i]) {
+        const bool was_full = m.lowest() == kNoSlot;
+        ASSERT_EQ(pg.release(i), was_full) << "release, op " << op;
+        m.free[i] = true;
+      }
+      break;
+    case 3: { // beside an anchor
+      const unsigned want = m.near(i, r, up_first);
+      ASSERT_EQ(pg.findNear(i, r, up_first), want) << "findNear(" << i << ", " << r << ")";
+      ASSERT_EQ(pg.findUp(i, r), m.up(i, r)) << "findUp(" << i << ", " << r << ")";
+      ASSERT_EQ(pg.findDown(i, r), m.down(i, r)) << "findDown(" << i << ", " << r << ")";
+      if (want != kNoSlot) {
+        pg.take(want);
+        m.free[want] = false;
+      }
+      break;
+    }
+    case 4: { // anywhere in the span
+      const unsigned want = m.nearest(i, up_first);
+      ASSERT_EQ(pg.findNearest(i, up_first), want) << "findNearest(" << i << ")";
+      if (want != kNoSlot) {
+        pg.take(want);
+        m.free[want] = false;
+      }
+      break;
+    }
+    case 5: { // a run, upwards and downwards
+      const unsigned lo = static_cast<unsigned>(rng() % slots);
+      const unsigned hi = lo + static_cast<unsigned>(rng() % (slots - lo + 1));
+      ASSERT_EQ(pg.findInRange(lo, hi), m.inRange(lo, hi)) << "[" << lo << ", " << hi << ")";
+      const unsigned want = m.inRangeDown(lo, hi);
+      ASSERT_EQ(pg.findInRangeDown(lo, hi), want) << "down [" << lo << ", " << hi << ")";
+      if (want != kNoSlot) {
+        pg.take(want);
+        m.free[want] = false;
+      }
+      break;
+    }
+    case 6: // a slot's state, and its address back to its index
+      ASSERT_EQ(pg.isFree(i), static_cast<bool>(m.free[i]));
+      ASSERT_EQ(pg.slotAt(pg.address(i)), i);
+      break;
+    default: // drain a few, so full spans and full words happen
+      for (int k = 0; k < 8; ++k) {
+        const unsigned want = m.lowest();
+        ASSERT_EQ(pg.takeLowest(), want);
+        if (want == kNoSlot)
+          break;
+        m.free[want] = false;
+      }
+    }
+    ASSERT_TRUE(pg.check()) << "invariants broken after op " << op;
+    ASSERT_EQ(pg.hasRoom(), m.lowest() != kNoSlot);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SlotCounts, SlotPageRandom,
+                         ::testing::Values(1u, 2u, 63u, 64u, 65u, 100u, 1365u, 2048u, 4096u));
+
+TEST(SlotPage, SlotAtRejectsInteriorAndTailPointers) {
+  SlotPage pg;
+  pg.start = 0x200000;
+  pg.slot_bytes = 48;
+  pg.slots = 1365; // 64 KiB of 48-byte slots, 16 bytes of tail
+  pg.reciprocal = ((std::uint64_t{1} << 48) + 47) / 48;
+  pg.initFree();
+  auto at = [&](std::uintptr_t off) { return pg.slotAt(reinterpret_cast<void *>(pg.start + off)); };
+  EXPECT_EQ(at(0), 0u);
+  EXPECT_EQ(at(48 * 1364), 1364u);
+  EXPECT_EQ(at(48), 1u);
+  EXPECT_EQ(at(47), kNoSlot) << "inside slot 0";
+  EXPECT_EQ(at(16), kNoSlot);
+  EXPECT_EQ(at(48 * 1365), kNoSlot) << "the span's tail is no slot";
+}
+
+TEST(SlotPageDeathTest, TakingATakenSlotIsReportedNotCorrupted) {
+  SlotPage pg;
+  pg.start = 0x300000;
+  pg.slot_bytes = 32;
+  pg.slots = 64;
+  pg.initFree();
+  pg.take(5);
+  EXPECT_DEATH(pg.take(5), "^defero: defero\\(0x3000a0\\): internal error: a slot taken twice");
+}
+
+} // namespace
