@@ -421,6 +421,7 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
   if (inContainer(anchor, hint.container)) {
     cs->up = pages::Run{};
     cs->down = pages::Run{};
+    cs->runs = 0;
     cs->last = nullptr;
     if (h->recent_container == hint.container)
       h->recent_node = nullptr;

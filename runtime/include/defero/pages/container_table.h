@@ -40,6 +40,7 @@ struct ContainerSlot {
   Run up, down;
   std::int8_t policy = -1; // -1: the process default
   std::uint8_t k = 0;      // 0: the process default
+  std::uint8_t runs = 0;   // runs opened so far (each next one is larger)
   std::uint32_t epoch = 0;
 };
 

@@ -7,11 +7,13 @@
 //  - per size class, the Current span (unhinted mallocs take its lowest
 //    free slot) and a list of Avail spans with room; a span that fills
 //    leaves every list and comes back when its owner frees into it;
-//  - per size class, a Run span that is cut into runs for containers: a
-//    run is one K-class of the span (at least kMinRunBytes), handed to one
-//    container and filled in address order, so a container whose nodes
-//    cannot go beside their neighbour gets contiguous fresh memory instead
-//    of a scattered free slot (ccmalloc's "new-block");
+//  - per size class, a Run span that is cut into runs for containers, each
+//    handed to one container and filled in address order, so a container
+//    whose nodes cannot go beside their neighbour gets contiguous fresh
+//    memory instead of a scattered free slot (ccmalloc's "new-block"). A
+//    container's first run is two cache lines; each next one is twice its
+//    last, up to a K-class (never crossing one), so a small container
+//    costs little and a large one gets whole K-classes;
 //  - `remote`: the blocks other threads freed, pushed with one CAS each
 //    (Treiber stack through the block's first word), taken whole with one
 //    exchange by the owner on its slow path.
@@ -88,7 +90,10 @@ struct PendingHint {
 class LocalHeap {
 public:
   static constexpr unsigned kClasses = kbit::kNumClasses;
-  static constexpr std::size_t kMinRunBytes = 1024;
+  /// A container's first run; each next one doubles, up to a K-class.
+  static constexpr std::size_t kFirstRunBytes = 128;
+  /// How many Avail spans a new run span is looked for among.
+  static constexpr unsigned kRunScan = 8;
 
   LocalHeap(unsigned k, LiveTotals *totals)
       : totals_(totals), k_(k), class_shift_(32 - k) {
@@ -239,13 +244,18 @@ public:
     if (!rp || rp->run_cursor >= rp->slots) {
       if (rp)
         retireRun(rp);
-      rp = PageArena::get().carve(cls, this);
+      rp = takeMostlyFree(cls);
+      if (!rp)
+        rp = PageArena::get().carve(cls, this);
       if (!rp)
         return nullptr;
       rp->state = SpanState::Run;
+      rp->run_cursor = 0;
       run_[cls] = rp;
     }
-    const unsigned lo = rp->run_cursor, hi = runEnd(rp, lo);
+    const unsigned lo = rp->run_cursor, hi = runEnd(rp, lo, c.runs);
+    if (c.runs < 255)
+      ++c.runs;
     rp->run_cursor = static_cast<std::uint16_t>(hi);
     r = Run{rp, static_cast<std::uint16_t>(lo), static_cast<std::uint16_t>(hi),
             static_cast<std::uint16_t>(down ? hi : lo)};
@@ -365,6 +375,24 @@ private:
     avail_[pg->cls] = pg;
   }
 
+  /// The emptiest of the first kRunScan Avail spans of class cls, taken
+  /// off the list, if at most a quarter of it is in use (a run cut from it
+  /// skips its live slots); else nullptr. Runs reuse memory that containers
+  /// gave back (a queue's popped front) instead of always growing the heap.
+  SlotPage *takeMostlyFree(unsigned cls) {
+    SlotPage **best_link = nullptr;
+    SlotPage **link = &avail_[cls];
+    for (unsigned n = 0; *link && n < kRunScan; ++n, link = &(*link)->next)
+      if (!best_link || (*link)->used < (*best_link)->used)
+        best_link = link;
+    if (!best_link || (*best_link)->used * 4u > (*best_link)->slots)
+      return nullptr;
+    SlotPage *pg = *best_link;
+    *best_link = pg->next;
+    pg->next = nullptr;
+    return pg;
+  }
+
   void *takeFromRun(Run &r, unsigned j, bool down) {
     r.span->take(j);
     // Up: the next search starts above j; down: it ends below j.
@@ -379,17 +407,18 @@ private:
       rp->state = SpanState::Full;
   }
 
-  /// End of the run starting at slot lo: the slots whose start lies in the
-  /// same K-class (of at least kMinRunBytes) as lo's.
-  unsigned runEnd(const SlotPage *rp, unsigned lo) const {
+  /// End of a container's run that starts at slot lo when it is the
+  /// container's `runs`-th: kFirstRunBytes << runs bytes, at least one
+  /// slot, and never past the end of lo's K-class.
+  unsigned runEnd(const SlotPage *rp, unsigned lo, unsigned runs) const {
     const std::uintptr_t base = PageArena::get().base();
-    std::size_t unit = k_ >= 32 ? 1 : std::size_t{1} << (32 - k_);
-    if (unit < kMinRunBytes)
-      unit = kMinRunBytes;
-    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(rp->address(lo)) - base;
-    const std::uintptr_t next_unit = (a / unit + 1) * unit + base;
-    const std::uintptr_t bytes = next_unit - rp->start;
-    unsigned hi = static_cast<unsigned>((bytes + rp->slot_bytes - 1) / rp->slot_bytes);
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(rp->address(lo));
+    const std::uintptr_t class_end =
+        class_shift_ >= 40 ? ~std::uintptr_t{0}
+                           : ((((a - base) >> class_shift_) + 1) << class_shift_) + base;
+    const std::uintptr_t want = runs >= 24 ? ~std::uintptr_t{0} : a + (kFirstRunBytes << runs);
+    const std::uintptr_t end = want < class_end ? want : class_end;
+    unsigned hi = static_cast<unsigned>((end - rp->start + rp->slot_bytes - 1) / rp->slot_bytes);
     if (hi <= lo)
       hi = lo + 1;
     return hi < rp->slots ? hi : rp->slots;
