@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""workloads.py - allocation-bound programs under each allocator preloaded:
+churn_bench's single-threaded and multi-threaded churn and its larson-style
+cross-thread hand-off, median of --reps runs, in one table with each
+allocator's time over the best peer's.
+
+  workloads.py --program build/bin/churn_bench --allocator NAME=LIB ...
+      [--ops N] [--reps R] [--json OUT]
+
+The allocator named 'glibc' with LIB '-' is the system's (nothing
+preloaded); every name but those starting with 'defero' is a peer.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+PROG = "workloads.py"
+CASES = [("churn", 1), ("churn", 4), ("larson", 2), ("larson", 8)]
+
+
+def fail(msg):
+    print(f"{PROG}: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run(program, lib, mode, threads, ops):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("DEFERO_") and k != "LD_PRELOAD"}
+    if lib != "-":
+        env["LD_PRELOAD"] = lib
+    p = subprocess.run([program, mode, str(threads), str(ops)], env=env,
+                       capture_output=True, text=True, timeout=3600)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        fail(f"{mode} {threads} under {lib}: exited {p.returncode}: {last}")
+    f = dict(kv.split("=", 1) for kv in p.stdout.split() if "=" in kv)
+    return float(f["time_ms"]), f["checksum"]
+
+
+def main():
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap.add_argument("--program", required=True)
+    ap.add_argument("--allocator", action="append", default=[])
+    ap.add_argument("--ops", type=int, default=8000000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if not os.access(a.program, os.X_OK):
+        fail(f"--program '{a.program}' is not an executable")
+    if not 1 <= a.reps <= 99:
+        fail(f"--reps '{a.reps}' is not valid, accepted: 1..99")
+    if not 16 <= a.ops <= 10**9:
+        fail(f"--ops '{a.ops}' is not valid, accepted: 16..1000000000")
+    allocs = []
+    for t in a.allocator:
+        name, sep, lib = t.partition("=")
+        if not sep or not name or not lib:
+            fail(f"--allocator '{t}' is not valid, accepted: NAME=LIBRARY")
+        if lib != "-" and not os.path.exists(lib):
+            fail(f"--allocator {name}: no such library '{lib}'")
+        allocs.append((name, lib))
+    if not allocs:
+        fail("no --allocator given")
+    res = {}
+    for mode, threads in CASES:
+        case = f"{mode} x{threads}"
+        res[case] = {}
+        sums = set()
+        for name, lib in allocs:
+            times = []
+            for _ in range(a.reps):
+                ms, checksum = run(a.program, lib, mode, threads, a.ops)
+                times.append(ms)
+                sums.add(checksum)
+            res[case][name] = statistics.median(times)
+        if len(sums) != 1:
+            fail(f"{case}: the allocators computed different checksums")
+    names = [n for n, _ in allocs]
+    print("| workload | " + " | ".join(names) + " | Defero / best peer |")
+    print("|---|" + "---|" * (len(names) + 1))
+    for case, r in res.items():
+        peers = [r[n] for n in names if not n.startswith("defero")]
+        ours = [r[n] for n in names if n.startswith("defero")]
+        ratio = f"{min(ours) / min(peers):.2f}" if peers and ours else "—"
+        print(f"| {case} | " + " | ".join(f"{r[n]:.0f} ms" for n in names) + f" | {ratio} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
