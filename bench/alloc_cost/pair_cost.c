@@ -2,10 +2,13 @@
  * allocators are compared on (callgrind, deterministic).
  *
  * Rounds of kBatch mallocs of `size` bytes, then kBatch frees in a fixed
- * scrambled order; the loop is included in the count. With `hinted`, each
- * malloc is preceded by a neighbour hint naming the previous block (what the
- * plugin emits for std::list::push_back), through the weak hint ABI: under an
- * allocator without Defero the call is skipped and the count is malloc's.
+ * scrambled order; the loop is included in the count. Each block is linked
+ * as a node of a doubly linked list (libstdc++'s {next, prev} first, the
+ * container's header being `container`), so the blocks are what
+ * std::list::push_back makes. With `hinted`, each malloc is preceded by the
+ * neighbour hint the plugin emits for push_back (the tail), through the weak
+ * hint ABI: under an allocator without Defero the call is skipped and the
+ * count is malloc's.
  *
  *   pair_cost ROUNDS SIZE [plain|hinted]
  *
@@ -24,19 +27,22 @@ __attribute__((weak)) void __defero_hint_neighbor(const void *container,
 
 static void *blocks[kBatch];
 static unsigned order[kBatch];
-static int container; /* the "list" whose nodes the hints name */
+static void *container[2]; /* the list's header: {next, prev} */
 
 __attribute__((noinline)) void run_rounds(unsigned long rounds, size_t size,
                                           int hinted) {
   for (unsigned long r = 0; r < rounds; ++r) {
-    void *prev = NULL;
+    void **prev = container;
     for (unsigned i = 0; i < kBatch; ++i) {
-      if (hinted && prev)
-        __defero_hint_neighbor(&container, prev);
-      void *p = malloc(size);
+      if (hinted && prev != container)
+        __defero_hint_neighbor(container, prev);
+      void **p = malloc(size);
       if (!p)
         abort();
-      *(volatile char *)p = (char)i;
+      p[0] = container; /* push_back: the new tail */
+      p[1] = prev;
+      prev[0] = p;
+      container[1] = p;
       blocks[i] = prev = p;
     }
     for (unsigned i = 0; i < kBatch; ++i)
@@ -57,10 +63,10 @@ static int parse_ulong(const char *s, unsigned long max, unsigned long *out) {
 int main(int argc, char **argv) {
   unsigned long rounds, size;
   if (argc < 3 || argc > 4 || !parse_ulong(argv[1], 1000000, &rounds) ||
-      !parse_ulong(argv[2], 1 << 20, &size) ||
+      !parse_ulong(argv[2], 1 << 20, &size) || size < 2 * sizeof(void *) ||
       (argc == 4 && strcmp(argv[3], "plain") && strcmp(argv[3], "hinted"))) {
     fprintf(stderr, "pair_cost: usage: pair_cost ROUNDS(1..1000000) "
-                    "SIZE(1..1048576) [plain|hinted]\n");
+                    "SIZE(16..1048576) [plain|hinted]\n");
     return 2;
   }
   const int hinted = argc == 4 && !strcmp(argv[3], "hinted");
