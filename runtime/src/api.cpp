@@ -65,14 +65,18 @@ namespace {
 
 using OperatorNew = void *(*)(std::size_t);
 
+// Whether the process's `operator new(size_t)` is this library's (or the
+// C++ library's default: the runtime linked statically without its
+// overrides, in tests), or the program's own.
+enum : int { kUnknown, kOurs, kTheirs };
+std::atomic<int> replaced_state{kUnknown};
+std::atomic<OperatorNew> replaced{nullptr};
+
 /// The program's own `operator new(size_t)`, if it replaced it; null when
-/// the process's is this library's (libdefero.so) or the C++ library's
-/// default (the runtime linked statically, without its overrides: tests).
+/// the process's is this library's or the C++ library's default.
 OperatorNew replacedOperatorNew() {
-  static std::atomic<int> state{0}; // 0: not looked up, 1: ours, 2: replaced
-  static std::atomic<OperatorNew> replaced{nullptr};
-  int s = state.load(std::memory_order_acquire);
-  if (s == 0) {
+  int s = replaced_state.load(std::memory_order_acquire);
+  if (s == kUnknown) {
     void *sym = dlsym(RTLD_DEFAULT, "_Znwm");
     Dl_info theirs{}, ours{};
     const bool known = dladdr(sym, &theirs) != 0;
@@ -83,10 +87,22 @@ OperatorNew replacedOperatorNew() {
         (theirs.dli_fname && std::strstr(theirs.dli_fname, "/libstdc++.so"));
     replaced.store(same ? nullptr : reinterpret_cast<OperatorNew>(sym),
                    std::memory_order_relaxed);
-    s = same ? 1 : 2;
-    state.store(s, std::memory_order_release);
+    s = same ? kOurs : kTheirs;
+    replaced_state.store(s, std::memory_order_release);
   }
-  return s == 2 ? replaced.load(std::memory_order_relaxed) : nullptr;
+  return s == kTheirs ? replaced.load(std::memory_order_relaxed) : nullptr;
+}
+
+/// `operator new(size)` of this heap (the pending hint, if any, applies).
+void *newOrThrow(std::size_t size) {
+  for (;;) {
+    if (void *p = processHeap().malloc(size))
+      return p;
+    std::new_handler handler = std::get_new_handler();
+    if (!handler)
+      throw std::bad_alloc();
+    handler();
+  }
 }
 
 } // namespace
@@ -95,6 +111,21 @@ extern "C" {
 
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
+  // The common case inline: this library is the process's operator new,
+  // the thread has a heap, and the node fits beside its anchor.
+  if (defero::LocalHeap *h = defero::tls_heap;
+      h && (kind == defero::kHintNeighbor || kind == defero::kHintTree) &&
+      size <= defero::kMaxFast && defero::hintFastPathOpen(h) &&
+      replaced_state.load(std::memory_order_relaxed) == kOurs) {
+    const defero::PendingHint hint{static_cast<std::uint8_t>(kind),
+                                   static_cast<std::int8_t>(kind == defero::kHintTree && side),
+                                   container, where};
+    h->count.hints[kind - 1].add(1);
+    if (void *p = defero::placeBeside(h, size, hint))
+      return p;
+    defero::ProcessHeap::setHint(h, hint);
+    return newOrThrow(size);
+  }
   // A program with its own operator new gets exactly what an unfused hint
   // gives it: the one-shot hint, then its operator new (its operator
   // delete will free the node).
@@ -114,14 +145,7 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
   }
   if (theirs)
     return theirs(size);
-  for (;;) {
-    if (void *p = processHeap().malloc(size))
-      return p;
-    std::new_handler handler = std::get_new_handler();
-    if (!handler)
-      throw std::bad_alloc();
-    handler();
-  }
+  return newOrThrow(size);
 }
 
 } // extern "C"

@@ -16,6 +16,12 @@ pages::LiveTotals g_live;
 std::atomic<bool> g_any_policy{false};
 
 namespace {
+// Tree nodes placed in a run leave a free slot after each: the children
+// that later hang under a node find room beside it, so subtrees stay in the
+// same lines (set of 1M after churn, stride 1 -> 2: for_each 159 -> 115
+// ns, find 440 -> 310 ns, footprint +13%; 3 and 4 gain less than they
+// cost in memory).
+constexpr unsigned kTreeRunStride = 2;
 // Outside the small-object window a block's history is not kept, so a
 // double free and a foreign pointer look alike there.
 constexpr const char *kNotLive =
@@ -436,7 +442,7 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
     if (pg)
       p = h->takeBeside(pg, anchor, LocalHeap::lineReach(cls), !down);
     if (!p && (pg || (down ? cs->down.span : cs->up.span)))
-      p = h->takeRun(*cs, cls, down);
+      p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
   }
   if (!p)
     p = h->malloc(cls);

@@ -178,15 +178,13 @@ DEFERO_ALWAYS_INLINE bool linksBefore(const PendingHint &hint) {
 /// is a block of the calling thread's heap, of the same class, with a free
 /// slot within a line or two of it (above it first; below it first for a
 /// left child). nullptr: take the full path.
-DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
-  LocalHeap *h = tls_heap;
-  if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
-    return nullptr;
-  const PendingHint hint = h->hint;
-  if (__builtin_expect((hint.kind != kHintNeighbor && hint.kind != kHintTree) ||
-                           (h->divert | g_any_policy.load(std::memory_order_relaxed)),
-                       0))
-    return nullptr;
+/// Places a block of up to kMaxFast bytes beside a neighbour or tree
+/// hint's anchor when the anchor is a block of h (the calling thread's
+/// heap) of the same class with a free slot within a line or two of it
+/// (below it first for a node linked before it, above it first for the
+/// others). nullptr: take the full path. Counts the allocation; does not
+/// touch h's pending hint.
+DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const PendingHint &hint) {
   SlotPage *pg = PageArena::get().spanOf(hint.where);
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
   if (pg == nullptr || pg->owner != h || pg->cls != cls)
@@ -205,16 +203,39 @@ DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
   }
   if (j == pages::kNoSlot)
     return nullptr;
-  pg->take(j);
+  pg->takeFound(j);
   void *p = pg->address(j);
-  h->hint.kind = kHintNone;
-  tls_fast = h;
   h->recent_container = hint.container;
   h->recent_node = p;
   finishSmall(h, p, cls);
   h->count.hinted_allocs.add(1);
   if (h->sameClass(hint.where, p))
     h->count.hint_same_class.add(1);
+  return p;
+}
+
+/// Whether h may place hinted blocks on the fast path (no tracing, no
+/// real-time backend, no container with a policy of its own).
+DEFERO_ALWAYS_INLINE bool hintFastPathOpen(const LocalHeap *h) {
+  return (h->divert | g_any_policy.load(std::memory_order_relaxed)) == 0;
+}
+
+/// The hinted allocation's fast path: the calling thread's pending hint,
+/// placed by placeBeside. nullptr: take the full path.
+DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
+  LocalHeap *h = tls_heap;
+  if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
+    return nullptr;
+  const PendingHint hint = h->hint;
+  if (__builtin_expect((hint.kind != kHintNeighbor && hint.kind != kHintTree) ||
+                           !hintFastPathOpen(h),
+                       0))
+    return nullptr;
+  void *p = placeBeside(h, sz, hint);
+  if (p) {
+    h->hint.kind = kHintNone;
+    tls_fast = h;
+  }
   return p;
 }
 

@@ -230,15 +230,16 @@ public:
     return pg->address(j);
   }
 
-  /// The next slot of c's run that grows `down` (or up), opening a run if
-  /// it has none or it is used up: contiguous memory in address order.
-  void *takeRun(ContainerSlot &c, unsigned cls, bool down) {
+  /// The next slot of c's run that grows `down` (or up), `stride` slots on
+  /// from the last, opening a run if it has none or it is used up:
+  /// contiguous memory in address order.
+  void *takeRun(ContainerSlot &c, unsigned cls, bool down, unsigned stride = 1) {
     Run &r = down ? c.down : c.up;
     if (r.span && r.span->cls == cls) {
       const unsigned j = down ? r.span->findInRangeDown(r.lo, r.next)
                               : r.span->findInRange(r.next, r.hi);
       if (j != kNoSlot)
-        return takeFromRun(r, j, down);
+        return takeFromRun(r, j, down, stride);
     }
     SlotPage *rp = run_[cls];
     if (!rp || rp->run_cursor >= rp->slots) {
@@ -262,7 +263,7 @@ public:
     // Never handed out as a run, but a node placed beside its neighbour
     // may have taken a slot of it: search.
     const unsigned j = down ? rp->findInRangeDown(lo, hi) : rp->findInRange(lo, hi);
-    return j == kNoSlot ? nullptr : takeFromRun(r, j, down);
+    return j == kNoSlot ? nullptr : takeFromRun(r, j, down, stride);
   }
 
   /// This thread's record of container c; nullptr if the table cannot be
@@ -349,14 +350,31 @@ private:
   /// malloc, so the fast path needs no null test.
   static constexpr SlotPage kNoRoom{};
 
+  /// The next Current span of class cls: the lowest-addressed of the first
+  /// kRunScan Avail spans with room (so unhinted blocks fill memory in
+  /// address order, jemalloc's lowest-slab-first, and consecutive ones lie
+  /// close), else a fresh span.
   SlotPage *nextCurrent(unsigned cls) {
-    SlotPage *pg;
-    while ((pg = avail_[cls]) != nullptr) {
-      avail_[cls] = pg->next;
+    SlotPage **best_link = nullptr;
+    SlotPage **link = &avail_[cls];
+    for (unsigned n = 0; *link && n < kRunScan;) {
+      SlotPage *q = *link;
+      if (!q->hasRoom()) { // filled by hinted takes while listed
+        q->state = SpanState::Full;
+        *link = q->next;
+        q->next = nullptr;
+        continue;
+      }
+      if (!best_link || q->start < (*best_link)->start)
+        best_link = link;
+      link = &q->next;
+      ++n;
+    }
+    SlotPage *pg = nullptr;
+    if (best_link) {
+      pg = *best_link;
+      *best_link = pg->next;
       pg->next = nullptr;
-      if (pg->hasRoom())
-        break;
-      pg->state = SpanState::Full; // filled by hinted takes while listed
     }
     if (!pg) {
       pg = PageArena::get().carve(cls, this);
@@ -393,10 +411,12 @@ private:
     return pg;
   }
 
-  void *takeFromRun(Run &r, unsigned j, bool down) {
+  void *takeFromRun(Run &r, unsigned j, bool down, unsigned stride) {
     r.span->take(j);
-    // Up: the next search starts above j; down: it ends below j.
-    r.next = static_cast<std::uint16_t>(down ? j : j + 1);
+    // Up: the next search starts `stride` above j; down: it ends
+    // `stride - 1` below j (the slots between stay free for later
+    // neighbours).
+    r.next = static_cast<std::uint16_t>(down ? (j + 1 > stride ? j + 1 - stride : 0) : j + stride);
     return r.span->address(j);
   }
 

@@ -97,6 +97,16 @@ struct alignas(64) SlotPage {
     ++used;
   }
 
+  /// Takes slot i, which a search of this span just found free.
+  void takeFound(unsigned i) {
+    const unsigned w = i / kWordBits;
+    const std::uint64_t f = free[w] & ~(std::uint64_t{1} << (i % kWordBits));
+    free[w] = f;
+    if (!f)
+      summary &= ~(std::uint64_t{1} << w);
+    ++used;
+  }
+
   /// The lowest free slot, taken; kNoSlot if the span is full.
   __attribute__((always_inline)) unsigned takeLowest() {
     const std::uint64_t s = summary;
