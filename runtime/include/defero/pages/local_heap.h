@@ -350,10 +350,21 @@ private:
   /// malloc, so the fast path needs no null test.
   static constexpr SlotPage kNoRoom{};
 
-  /// The next Current span of class cls: the lowest-addressed of the first
-  /// kRunScan Avail spans with room (so unhinted blocks fill memory in
-  /// address order, jemalloc's lowest-slab-first, and consecutive ones lie
-  /// close), else a fresh span.
+  /// Whether span a should become Current before span b: one with a
+  /// quarter of its slots free or more before one with less (a span with
+  /// little room would be full again at once), then the lower address (so
+  /// unhinted blocks fill memory in address order, jemalloc's
+  /// lowest-slab-first, and consecutive ones lie close); among spans with
+  /// little room, the emptier.
+  static bool better(const SlotPage *a, const SlotPage *b) {
+    const bool roomy_a = a->used * 4u <= a->slots * 3u, roomy_b = b->used * 4u <= b->slots * 3u;
+    if (roomy_a != roomy_b)
+      return roomy_a;
+    return roomy_a ? a->start < b->start : a->used < b->used;
+  }
+
+  /// The next Current span of class cls: the best (see better()) of the
+  /// first kRunScan Avail spans with room, else a fresh span.
   SlotPage *nextCurrent(unsigned cls) {
     SlotPage **best_link = nullptr;
     SlotPage **link = &avail_[cls];
@@ -365,7 +376,7 @@ private:
         q->next = nullptr;
         continue;
       }
-      if (!best_link || q->start < (*best_link)->start)
+      if (!best_link || better(q, *best_link))
         best_link = link;
       link = &q->next;
       ++n;
