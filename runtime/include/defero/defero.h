@@ -26,11 +26,14 @@ extern "C" {
 DEFERO_API void *defero_malloc(size_t size);
 /** free for any pointer from this heap (NULL is a no-op). */
 DEFERO_API void defero_free(void *ptr);
-/** Allocates near `hint` (Best predicate): from hint's K-class if it has a
- *  free chunk of this size, else from the nearest class. */
+/** Allocates near `hint` (Best predicate): the free slot of this size
+ *  nearest `hint` in hint's span if hint is a block of the calling
+ *  thread's heap of this size class, else an unhinted block. */
 DEFERO_API void *defero_alloc_near(size_t size, const void *hint);
 /** Allocates by tree path (Path predicate): `depth` direction bits in the
- *  low bits of `bits`, first step most significant, 1 = right. */
+ *  low bits of `bits`, first step most significant, 1 = right. (Runtime
+ *  v2: the bits do not steer placement yet; the block is an unhinted
+ *  one. defero::allocator's heap still places by them.) */
 DEFERO_API void *defero_alloc_path(size_t size, uint64_t bits, unsigned depth);
 /** Usable size of a block from this heap, 0 for anything else. */
 DEFERO_API size_t defero_usable_size(const void *ptr);
