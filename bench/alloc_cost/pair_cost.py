@@ -18,31 +18,21 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
+
+import allocators
 
 PROG = "pair_cost.py"
 BATCH = 1000  # pair_cost.c's kBatch
 
 
 def fail(msg):
-    print(f"{PROG}: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def allocator(text):
-    name, sep, lib = text.partition("=")
-    if not sep or not name or not lib:
-        fail(f"--allocator '{text}' is not valid, accepted: NAME=LIBRARY")
-    return name, lib
+    allocators.fail(PROG, msg)
 
 
 def count(program, lib, rounds, size, mode):
     """Instructions per pair of run_rounds under `lib` ('-': none)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("DEFERO_") and k != "LD_PRELOAD"}
-    if lib != "-":
-        env["LD_PRELOAD"] = lib
+    env = allocators.environment(lib)
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "callgrind.out")
         cmd = ["valgrind", "--tool=callgrind", "--toggle-collect=run_rounds",
@@ -72,13 +62,8 @@ def main():
         fail(f"--program '{a.program}' is not an executable")
     if not 1 <= a.rounds <= 1000000:
         fail(f"--rounds '{a.rounds}' is not valid, accepted: 1..1000000")
-    if not a.allocator:
-        fail("no --allocator given")
-    a.allocator = [allocator(t) for t in a.allocator]
     res = {}
-    for name, lib in a.allocator:
-        if lib != "-" and not os.path.exists(lib):
-            fail(f"--allocator {name}: no such library '{lib}'")
+    for name, lib in allocators.parse(PROG, a.allocator):
         res[name] = {"plain": count(a.program, lib, a.rounds, a.size, "plain")}
         if name.startswith("defero"):
             res[name]["hinted"] = count(a.program, lib, a.rounds, a.size, "hinted")

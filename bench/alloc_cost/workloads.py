@@ -15,23 +15,19 @@ import json
 import os
 import statistics
 import subprocess
-import sys
+
+import allocators
 
 PROG = "workloads.py"
 CASES = [("churn", 1), ("churn", 4), ("larson", 2), ("larson", 8)]
 
 
 def fail(msg):
-    print(f"{PROG}: {msg}", file=sys.stderr)
-    sys.exit(1)
+    allocators.fail(PROG, msg)
 
 
 def run(program, lib, mode, threads, ops):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("DEFERO_") and k != "LD_PRELOAD"}
-    if lib != "-":
-        env["LD_PRELOAD"] = lib
-    p = subprocess.run([program, mode, str(threads), str(ops)], env=env,
+    p = subprocess.run([program, mode, str(threads), str(ops)], env=allocators.environment(lib),
                        capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -54,16 +50,7 @@ def main():
         fail(f"--reps '{a.reps}' is not valid, accepted: 1..99")
     if not 16 <= a.ops <= 10**9:
         fail(f"--ops '{a.ops}' is not valid, accepted: 16..1000000000")
-    allocs = []
-    for t in a.allocator:
-        name, sep, lib = t.partition("=")
-        if not sep or not name or not lib:
-            fail(f"--allocator '{t}' is not valid, accepted: NAME=LIBRARY")
-        if lib != "-" and not os.path.exists(lib):
-            fail(f"--allocator {name}: no such library '{lib}'")
-        allocs.append((name, lib))
-    if not allocs:
-        fail("no --allocator given")
+    allocs = allocators.parse(PROG, a.allocator)
     res = {}
     for mode, threads in CASES:
         case = f"{mode} x{threads}"

@@ -602,17 +602,7 @@ void ProcessHeap::forkPrepare() {
   large_.lockHeap();
 }
 
-void ProcessHeap::forkParent() {
-  large_.unlockHeap();
-  PageArena::get().unlockAll();
-  heaps_lock_.unlock();
-  trace_.unlockLog();
-  registry_.unlockRegistry();
-#if DEFERO_REALTIME
-  if (rt_)
-    rt_->unlock();
-#endif
-}
+void ProcessHeap::forkParent() { unlockAfterFork(false); }
 
 void ProcessHeap::forkChild() {
   // The parent still holds (and will write) the events buffered before the
@@ -628,14 +618,23 @@ void ProcessHeap::forkChild() {
       orphans_ = h;
     }
   }
+  unlockAfterFork(true);
+}
+
+/// Releases what forkPrepare took, in the reverse order.
+void ProcessHeap::unlockAfterFork(bool child) {
   large_.unlockHeap();
   PageArena::get().unlockAll();
   heaps_lock_.unlock();
   trace_.unlockLog();
   registry_.unlockRegistry();
 #if DEFERO_REALTIME
-  if (rt_)
+  if (rt_ && child)
     rt_->unlockInChild();
+  else if (rt_)
+    rt_->unlock();
+#else
+  (void)child;
 #endif
 }
 

@@ -315,6 +315,7 @@ private:
   void *mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align, bool *fresh);
   void *hinted(LocalHeap *h, unsigned cls, const PendingHint &hint);
   LocalHeap *attachHeap();
+  void unlockAfterFork(bool child);
   static void threadExit(void *heap);
   void noteFootprint();
   void traceMalloc(void *p, std::size_t sz) {

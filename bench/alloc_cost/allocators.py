@@ -1,0 +1,36 @@
+"""allocators.py - what pair_cost.py and workloads.py share: the
+--allocator NAME=LIBRARY arguments and the environment a run under one of
+them gets."""
+import os
+import sys
+
+
+def fail(prog, msg):
+    print(f"{prog}: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def parse(prog, texts):
+    """[(name, library)] from NAME=LIBRARY texts ('glibc=-': nothing
+    preloaded); a bad one is a one-line error."""
+    out = []
+    for t in texts:
+        name, sep, lib = t.partition("=")
+        if not sep or not name or not lib:
+            fail(prog, f"--allocator '{t}' is not valid, accepted: NAME=LIBRARY")
+        if lib != "-" and not os.path.exists(lib):
+            fail(prog, f"--allocator {name}: no such library '{lib}'")
+        out.append((name, lib))
+    if not out:
+        fail(prog, "no --allocator given")
+    return out
+
+
+def environment(lib):
+    """This process's environment without DEFERO_* or LD_PRELOAD, with lib
+    preloaded unless it is '-'."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("DEFERO_") and k != "LD_PRELOAD"}
+    if lib != "-":
+        env["LD_PRELOAD"] = lib
+    return env
