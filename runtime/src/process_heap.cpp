@@ -55,7 +55,6 @@ LocalHeap *ProcessHeap::attachHeap() {
     if (h) {
       orphans_ = h->next_orphan;
       h->next_orphan = nullptr;
-      h->orphan = false;
     } else {
       void *m = PageArena::get().meta(sizeof(LocalHeap), alignof(LocalHeap));
       if (!m)
@@ -86,7 +85,6 @@ void ProcessHeap::threadExit(void *value) {
   tls_heap = nullptr;
   tls_fast = nullptr;
   std::lock_guard<SpinLock> guard(self.heaps_lock_);
-  h->orphan = true;
   h->next_orphan = self.orphans_;
   self.orphans_ = h;
 }
@@ -612,7 +610,6 @@ void ProcessHeap::forkChild() {
   orphans_ = nullptr;
   for (LocalHeap *h = heaps_; h; h = h->next_heap) {
     h->next_orphan = nullptr;
-    h->orphan = h != mine;
     if (h != mine) {
       h->next_orphan = orphans_;
       orphans_ = h;

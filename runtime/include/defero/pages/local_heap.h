@@ -195,17 +195,6 @@ public:
     return pg && pg->owner == this && pg->cls == cls ? pg : nullptr;
   }
 
-  /// A free slot within `reach` slots of anchor's slot in pg, the side
-  /// `up_first` names first; nullptr if none.
-  void *takeNear(SlotPage *pg, const void *anchor, unsigned reach, bool up_first) {
-    const unsigned i = slotOf(pg, anchor);
-    const unsigned j = pg->findNear(i, reach, up_first);
-    if (j == kNoSlot)
-      return nullptr;
-    pg->take(j);
-    return pg->address(j);
-  }
-
   /// A free slot within `reach` slots of anchor's slot in pg: on the side
   /// `up_first` names if there is one there, else on the other; nullptr if
   /// none. (Not the nearest: a list or an in-order walk goes one way.)
@@ -311,7 +300,6 @@ public:
   } count;
   LocalHeap *next_heap = nullptr;   ///< every heap (ProcessHeap's list)
   LocalHeap *next_orphan = nullptr; ///< heaps without a thread
-  bool orphan = false;
 
   /// Live bytes of small blocks by this heap's counts (allocated by its
   /// thread minus freed by it; may be negative when the thread frees blocks

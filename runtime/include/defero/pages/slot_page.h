@@ -14,13 +14,14 @@
 //    instructions. Slots go out lowest address first (jemalloc's "set first
 //    unset"), so a fresh span fills in address order.
 //  - release: set the bit and the summary bit: about 5 instructions.
-//  - takeNear(i, R, up_first): the free slot nearest slot i within R slots,
+//  - findNear(i, R, up_first): the free slot nearest slot i within R slots,
 //    one side first: a masked tzcnt upwards and a masked lzcnt downwards in
 //    at most two words each. With R = ceil(128 / slot bytes) this is "the
 //    same or the adjacent cache line" (Mesh's lowestSetBitAt /
 //    highestSetBitBeforeOrAt).
-//  - takeInRange(lo, hi): the lowest free slot in [lo, hi): one masked
-//    tzcnt per word of the range (a container's run).
+//  - findInRange(lo, hi) / findInRangeDown: the lowest / highest free slot
+//    in [lo, hi): one masked tzcnt / lzcnt per word of the range (a
+//    container's run).
 //
 // Not thread-safe: only the span's owner touches the bitmap, `used` and the
 // list links. Immutable once carved: start, slot_bytes, slots, cls, owner.
