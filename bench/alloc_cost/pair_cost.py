@@ -62,6 +62,8 @@ def main():
         fail(f"--program '{a.program}' is not an executable")
     if not 1 <= a.rounds <= 1000000:
         fail(f"--rounds '{a.rounds}' is not valid, accepted: 1..1000000")
+    if not 16 <= a.size <= 1 << 20:
+        fail(f"--size '{a.size}' is not valid, accepted: 16..1048576")
     res = {}
     for name, lib in allocators.parse(PROG, a.allocator):
         res[name] = {"plain": count(a.program, lib, a.rounds, a.size, "plain")}
