@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "defero/defero.h"
+#include "cxx_runtime.h"
 #include "process_heap.h"
 
 using defero::processHeap;
@@ -93,18 +94,6 @@ OperatorNew replacedOperatorNew() {
   return s == kTheirs ? replaced.load(std::memory_order_relaxed) : nullptr;
 }
 
-/// `operator new(size)` of this heap (the pending hint, if any, applies).
-void *newOrThrow(std::size_t size) {
-  for (;;) {
-    if (void *p = processHeap().malloc(size))
-      return p;
-    std::new_handler handler = std::get_new_handler();
-    if (!handler)
-      throw std::bad_alloc();
-    handler();
-  }
-}
-
 } // namespace
 
 extern "C" {
@@ -124,7 +113,7 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
     if (void *p = defero::placeBeside(h, size, hint))
       return p;
     defero::ProcessHeap::setHint(h, hint);
-    return newOrThrow(size);
+    return defero::newSlow(size, 0, false);
   }
   // A program with its own operator new gets exactly what an unfused hint
   // gives it: the one-shot hint, then its operator new (its operator
@@ -145,7 +134,7 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
   }
   if (theirs)
     return theirs(size);
-  return newOrThrow(size);
+  return defero::newSlow(size, 0, false);
 }
 
 } // extern "C"

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "cxx_runtime.h"
 #include "process_heap.h"
 
 using defero::processHeap;
@@ -25,14 +26,11 @@ constexpr std::size_t kPage = 4096;
 // malloc and free try the inline fast path first: it needs no process heap
 // object, only the calling thread's (see process_heap.h).
 DEFERO_EXPORT void *malloc(std::size_t size) {
-  if (void *p = defero::mallocFast(size))
-    return p;
-  return defero::mallocFull(size);
+  return defero::mallocFastOr(size, defero::mallocFull);
 }
 
 DEFERO_EXPORT void free(void *p) {
-  if (!defero::freeFast(p, "free"))
-    defero::freeFull(p, "free");
+  defero::freeFastOr(p, "free", defero::freeFull);
 }
 
 DEFERO_EXPORT void *calloc(std::size_t n, std::size_t size) {
@@ -109,29 +107,18 @@ void *newOrThrow(std::size_t size, std::size_t align) {
   if (!align)
     if (void *p = defero::mallocFast(size))
       return p;
-  for (;;) {
-    void *p = align ? processHeap().mallocAligned(size, align)
-                    : processHeap().malloc(size);
-    if (p)
-      return p;
-    std::new_handler handler = std::get_new_handler();
-    if (!handler)
-      throw std::bad_alloc();
-    handler();
-  }
+  return defero::newSlow(size, align, false);
 }
 
 void *newNoThrow(std::size_t size, std::size_t align) noexcept {
-  try {
-    return newOrThrow(size, align);
-  } catch (...) {
-    return nullptr;
-  }
+  if (!align)
+    if (void *p = defero::mallocFast(size))
+      return p;
+  return defero::newSlow(size, align, true);
 }
 
 void deleteIt(void *p) noexcept {
-  if (!defero::freeFast(p, "operator delete"))
-    defero::freeFull(p, "operator delete");
+  defero::freeFastOr(p, "operator delete", defero::freeFull);
 }
 
 } // namespace

@@ -275,7 +275,7 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
     if (i >= pg->slots || std::uintptr_t{i} * pg->slot_bytes != off)
       os::fatal_pointer(call, p, "pointer is inside a block, not its start");
-    if (pg->owner == tls_heap && pg->isFree(i))
+    if (pg->owner == tls_heap && tls_heap->isFree(pg, i))
       os::fatal_pointer(call, p, "pointer is not a live block of this heap");
     checkCanary(p, pg->slot_bytes, call);
     old = pg->slot_bytes - kCanaryBytes;
@@ -329,7 +329,7 @@ std::size_t ProcessHeap::usableSize(const void *p) {
       return 0;
     // Another thread's span is read without its owner's lock-free state:
     // a block it owns is trusted to be live (as glibc does).
-    if (pg->owner == tls_heap && pg->isFree(i))
+    if (pg->owner == tls_heap && tls_heap->isFree(pg, i))
       return 0;
     return pg->slot_bytes - kCanaryBytes;
   }
@@ -701,10 +701,17 @@ std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
 void ProcessHeap::startRealtime() {}
 #endif
 
+namespace {
+__attribute__((noinline)) void *mallocSlowEntry(std::size_t sz) {
+  return processHeap().mallocSlow(sz, nullptr);
+}
+} // namespace
+
+// The hinted fast path calls nothing, so this needs no stack frame.
 void *mallocFull(std::size_t sz) {
   if (void *p = mallocHintedFast(sz))
     return p;
-  return processHeap().mallocSlow(sz, nullptr);
+  return mallocSlowEntry(sz);
 }
 void freeFull(void *p, const char *call) { processHeap().freeSlow(p, call); }
 

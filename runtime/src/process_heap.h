@@ -94,33 +94,53 @@ DEFERO_ALWAYS_INLINE void finishSmall(LocalHeap *h, void *p, unsigned cls) {
   h->count.allocs[cls].add(1);
 }
 
-/// malloc's fast path: a request of up to kMaxFast bytes from the Current
-/// span of the calling thread's heap. nullptr: take ProcessHeap::malloc.
-DEFERO_ALWAYS_INLINE void *mallocFast(std::size_t sz) {
+/// malloc's fast path: a request of up to kMaxFast bytes from the word
+/// cache of the calling thread's heap; on a miss, `miss(sz)` (a tail call,
+/// so a hit needs no null test).
+template <class Miss> DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss) {
   LocalHeap *h = tls_fast;
   if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
-    return nullptr;
+    return miss(sz);
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
-  void *p = h->mallocFast(cls);
-  if (__builtin_expect(p != nullptr, 1))
-    finishSmall(h, p, cls);
+  if (__builtin_expect(!h->hasCached(cls), 0))
+    return miss(sz);
+  void *p = h->takeCached(cls);
+  finishSmall(h, p, cls);
   return p;
 }
 
-/// free's fast path: a block of a span of the calling thread's heap. false:
-/// take ProcessHeap::free.
-DEFERO_ALWAYS_INLINE bool freeFast(void *p, const char *call) {
+/// mallocFastOr with nullptr on a miss: then take ProcessHeap::malloc.
+DEFERO_ALWAYS_INLINE void *mallocFast(std::size_t sz) {
+  return mallocFastOr(sz, [](std::size_t) -> void * { return nullptr; });
+}
+
+/// free's fast path: a block of a span of the calling thread's heap; any
+/// other block, and a double free, go to `miss(p, call)` (a tail call, as
+/// every call here is, so the inline free needs no stack frame).
+template <class Miss>
+DEFERO_ALWAYS_INLINE void freeFastOr(void *p, const char *call, Miss miss) {
   SlotPage *pg = PageArena::get().spanOf(p);
   LocalHeap *h = tls_fast;
   if (__builtin_expect(pg == nullptr || pg->owner != h, 0))
-    return false;
+    return miss(p, call);
   const unsigned i = pg->slotAt(p);
   if (__builtin_expect(i == pages::kNoSlot, 0))
-    return false;
+    return miss(p, call);
   checkCanary(p, pg->slot_bytes, call);
-  h->count.frees[pg->cls].add(1);
-  h->freeLocal(pg, i, call);
-  return true;
+  return h->freeOwned(
+      pg, i, [&] { h->count.frees[pg->cls].add(1); },
+      [&](SlotPage *q, unsigned w) {
+        h->count.frees[q->cls].add(1);
+        return h->noteRoom(q, w);
+      },
+      [&] { return miss(p, call); });
+}
+
+/// freeFastOr with false on a miss: then take ProcessHeap::free.
+DEFERO_ALWAYS_INLINE bool freeFast(void *p, const char *call) {
+  bool freed = true;
+  freeFastOr(p, call, [&](void *, const char *) { freed = false; });
+  return freed;
 }
 
 /// True once any container has a policy of its own (then every hinted
@@ -189,6 +209,8 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const Pendi
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
   if (pg == nullptr || pg->owner != h || pg->cls != cls)
     return nullptr;
+  if (__builtin_expect(pg->cached_word != pages::kNoWord, 0))
+    return nullptr; // ProcessHeap::hinted uncaches it first (no call here)
   const unsigned i = LocalHeap::slotOf(pg, hint.where);
   const unsigned reach = LocalHeap::lineReach(cls);
   unsigned j;

@@ -42,6 +42,19 @@ int main(int argc, char **argv) {
     void *volatile p = std::malloc(24);
     std::free(p);
     std::free(p);
+  } else if (c == "double-free-reclaimed") {
+    // The second free comes after the heap took the freed slots' word back
+    // for unhinted mallocs (its word cache): still a double free.
+    static void *blocks[1000];
+    for (auto &b : blocks)
+      b = std::malloc(48);
+    void *volatile p = blocks[500];
+    std::free(blocks[499]);
+    std::free(p);
+    void *got = nullptr;
+    for (int n = 0; n < 1000 && got != blocks[499]; ++n)
+      got = std::malloc(48);
+    std::free(p);
   } else if (c == "double-delete") {
     int *volatile p = new int(5);
     delete p;

@@ -279,6 +279,32 @@ TEST(GlibcSemantics, HugeRequestsFailCleanly) {
   EXPECT_EQ(::operator new(opaque(SIZE_MAX - 100), std::align_val_t(64), std::nothrow), nullptr);
 }
 
+// operator new calls the program's new-handler while one is set, then throws
+// std::bad_alloc (nothrow new: returns nullptr). libdefero finds both in the
+// C++ runtime at run time (runtime/src/cxx_runtime.h).
+int handler_calls = 0;
+void handlerGivingUpAfterThree() {
+  if (++handler_calls == 3)
+    std::set_new_handler(nullptr);
+}
+
+TEST(GlibcSemantics, NewHandlerCalledUntilUnset) {
+  handler_calls = 0;
+  std::set_new_handler(handlerGivingUpAfterThree);
+  EXPECT_THROW(::operator delete(::operator new(opaque(SIZE_MAX - 100))), std::bad_alloc);
+  EXPECT_EQ(handler_calls, 3);
+  handler_calls = 0;
+  std::set_new_handler(handlerGivingUpAfterThree);
+  EXPECT_EQ(::operator new(opaque(SIZE_MAX - 100), std::nothrow), nullptr);
+  EXPECT_EQ(handler_calls, 3);
+  handler_calls = 0;
+  std::set_new_handler(handlerGivingUpAfterThree);
+  EXPECT_THROW(::operator delete(::operator new(opaque(SIZE_MAX - 100), std::align_val_t(64))),
+               std::bad_alloc);
+  EXPECT_EQ(handler_calls, 3);
+  EXPECT_EQ(std::get_new_handler(), nullptr);
+}
+
 TEST(GlibcSemantics, PageAllocators) {
   void *a = aligned_alloc(std::size_t{1} << 20, 1);
   ASSERT_NE(a, nullptr);

@@ -42,12 +42,27 @@
 
 namespace defero::pages {
 
-/// A counter written only by its heap's owner: an add is a load and a store
-/// (no lock prefix); any thread may read it.
+/// A counter written only by its heap's owner: an add is one instruction
+/// with no lock prefix (a plain add to memory on x86-64: an aligned 8-byte
+/// store is atomic there, so a reader sees the old value or the new one);
+/// any thread may read it.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DEFERO_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define DEFERO_TSAN 1
+#endif
+
 class OwnerCounter {
 public:
   void add(std::uint64_t n) {
+#if defined(__x86_64__) && !defined(DEFERO_TSAN)
+    asm("addq %1, %0" : "+m"(*reinterpret_cast<std::uint64_t *>(&v_)) : "er"(n));
+#else
     v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+#endif
   }
   std::uint64_t get() const { return v_.load(std::memory_order_relaxed); }
 
@@ -105,24 +120,55 @@ public:
 
   // --- the owner's fast paths ---------------------------------------------
 
-  /// A slot of class cls from the Current span; nullptr when it is full
-  /// (then call mallocSlow).
-  __attribute__((always_inline)) void *mallocFast(unsigned cls) {
-    SlotPage *pg = cur_[cls];
-    const unsigned i = pg->takeLowest();
-    return i == kNoSlot ? nullptr : pg->address(i);
+  /// The word cache of a size class: the free slots of one bitmap word of
+  /// the Current span, claimed whole, so that an unhinted malloc is a
+  /// tzcnt, a multiply and an add (mimalloc's page-local free list, as a
+  /// bitmap word). The claimed slots read as taken in the span's bitmap
+  /// and count in its `used`; the span's `cached_word` names the word, so
+  /// a free into it goes back to the cache (and is checked against it).
+  struct WordCache {
+    std::uint64_t bits = 0;      ///< free slots still to hand out
+    std::uintptr_t base = 0;     ///< address of the word's slot 0
+    std::uint64_t slot_bytes = 0;
+    SlotPage *page = nullptr;    ///< the span the word belongs to
+  };
+
+  /// Whether slot i of pg, a span this heap owns, is free (in its bitmap or
+  /// in the word cache).
+  bool isFree(const SlotPage *pg, unsigned i) const {
+    if (i / kWordBits == pg->cached_word)
+      return (words_[pg->cls].bits >> (i % kWordBits)) & 1;
+    return pg->isFree(i);
   }
 
-  /// A slot of class cls, refilling the Current span if needed; nullptr
-  /// when the window is exhausted.
+  /// Whether the word cache of class cls has a slot (mallocFast's test).
+  __attribute__((always_inline)) bool hasCached(unsigned cls) const {
+    return words_[cls].bits != 0;
+  }
+  /// The lowest cached slot of class cls, taken (hasCached(cls) must hold).
+  __attribute__((always_inline)) void *takeCached(unsigned cls) {
+    WordCache &c = words_[cls];
+    const std::uint64_t b = c.bits;
+    c.bits = b & (b - 1);
+    const auto slot = static_cast<std::uint64_t>(__builtin_ctzll(b));
+    return reinterpret_cast<void *>(c.base + slot * c.slot_bytes);
+  }
+
+  /// A slot of class cls, refilling the cache (and the Current span) if
+  /// needed; nullptr when the window is exhausted.
   void *malloc(unsigned cls) {
-    if (void *p = mallocFast(cls))
-      return p;
+    if (hasCached(cls))
+      return takeCached(cls);
     return mallocSlow(cls);
   }
 
+  /// Refills the word cache of class cls from the Current span (after
+  /// collecting remote frees; a full span gives way to the next Current)
+  /// and takes a slot.
   __attribute__((noinline)) void *mallocSlow(unsigned cls) {
     collectRemote();
+    if (hasCached(cls)) // a remote free came back into the cached word
+      return takeCached(cls);
     SlotPage *pg = cur_[cls];
     if (!pg->hasRoom()) {
       if (pg != &kNoRoom)
@@ -131,23 +177,59 @@ public:
       if (!pg)
         return nullptr;
     }
-    return pg->address(pg->takeLowest());
+    WordCache &c = words_[cls];
+    if (c.page)
+      c.page->cached_word = kNoWord;
+    const unsigned w = pg->takeLowestWord(c.bits);
+    pg->cached_word = static_cast<std::uint8_t>(w);
+    c.page = pg;
+    c.slot_bytes = pg->slot_bytes;
+    c.base = pg->start + std::uintptr_t{w} * kWordBits * pg->slot_bytes;
+    return takeCached(cls);
+  }
+
+  /// Frees slot i of pg, a span this heap owns, with every call a tail
+  /// call (so the inline free needs no stack frame): `done()` when freed,
+  /// `refilled(pg, w)` when word w had no free slot before (the summary
+  /// must learn it, noteRoom), `already()` when slot i is free already (a
+  /// double free; nothing changed).
+  template <class Done, class Refilled, class Already>
+  __attribute__((always_inline)) auto freeOwned(SlotPage *pg, unsigned i, Done done,
+                                                Refilled refilled, Already already) {
+    const unsigned w = i / kWordBits;
+    const std::uint64_t bit = std::uint64_t{1} << (i % kWordBits);
+    if (w == pg->cached_word) { // back into the word cache
+      WordCache &c = words_[pg->cls];
+      if (__builtin_expect(c.bits & bit, 0))
+        return already();
+      c.bits |= bit;
+      return done();
+    }
+    const std::uint64_t f = pg->free[w];
+    if (__builtin_expect(f & bit, 0))
+      return already();
+    pg->free[w] = f | bit;
+    --pg->used;
+    if (__builtin_expect(f == 0, 0))
+      return refilled(pg, w);
+    return done();
+  }
+
+  /// Word w of pg, which had no free slot, has one now: sets its summary
+  /// bit, and puts a full span back on the Avail list.
+  __attribute__((noinline)) void noteRoom(SlotPage *pg, unsigned w) {
+    const std::uint64_t s = pg->summary;
+    pg->summary = s | (std::uint64_t{1} << w);
+    if (s == 0 && pg->state == SpanState::Full)
+      pushAvail(pg);
   }
 
   /// Frees slot i of pg, a span this heap owns. `call` names the API entry
   /// in the one-line report of a double free.
-  __attribute__((always_inline)) void freeLocal(SlotPage *pg, unsigned i, const char *call) {
-    const unsigned w = i / kWordBits;
-    const std::uint64_t bit = std::uint64_t{1} << (i % kWordBits);
-    const std::uint64_t f = pg->free[w];
-    if (__builtin_expect(f & bit, 0))
-      os::fatal_pointer(call, pg->address(i), "double free (block is already free)");
-    pg->free[w] = f | bit;
-    const std::uint64_t s = pg->summary;
-    pg->summary = s | (std::uint64_t{1} << w);
-    --pg->used;
-    if (__builtin_expect(s == 0, 0) && pg->state == SpanState::Full)
-      pushAvail(pg);
+  void freeLocal(SlotPage *pg, unsigned i, const char *call) {
+    freeOwned(
+        pg, i, [] {}, [this](SlotPage *q, unsigned w) { noteRoom(q, w); },
+        [&] { os::fatal_pointer(call, pg->address(i), "double free (block is already free)"); });
   }
 
   /// Another thread's free of a block of one of this heap's spans.
@@ -190,9 +272,33 @@ public:
   static unsigned lineReach(unsigned cls) { return kLineReach[cls]; }
 
   /// The span of this heap and class cls holding `anchor`, or nullptr.
-  SlotPage *mySpan(const void *anchor, unsigned cls) const {
+  /// Its cached word, if it has one, goes back to its bitmap first, so the
+  /// placement searches see every free slot beside the anchor.
+  SlotPage *mySpan(const void *anchor, unsigned cls) {
     SlotPage *pg = anchor ? PageArena::get().spanOf(anchor) : nullptr;
-    return pg && pg->owner == this && pg->cls == cls ? pg : nullptr;
+    if (!pg || pg->owner != this || pg->cls != cls)
+      return nullptr;
+    if (pg->cached_word != kNoWord)
+      uncache(cls);
+    return pg;
+  }
+
+  /// Gives the word cache of class cls back to its span's bitmap (a hinted
+  /// placement is about to search that span).
+  __attribute__((noinline)) void uncache(unsigned cls) {
+    WordCache &c = words_[cls];
+    SlotPage *pg = c.page;
+    if (!pg)
+      return;
+    const unsigned w = pg->cached_word;
+    pg->cached_word = kNoWord;
+    c.page = nullptr;
+    if (c.bits) {
+      pg->free[w] |= c.bits;
+      pg->summary |= std::uint64_t{1} << w;
+      pg->used = static_cast<std::uint16_t>(pg->used - __builtin_popcountll(c.bits));
+      c.bits = 0;
+    }
   }
 
   /// A free slot within `reach` slots of anchor's slot in pg: on the side
@@ -446,6 +552,7 @@ private:
   LiveTotals *totals_;
   // The part of smallLiveBytes() in totals_ (written by the owner only).
   std::atomic<std::int64_t> live_published_{0};
+  WordCache words_[kClasses];
   SlotPage *cur_[kClasses];
   SlotPage *avail_[kClasses] = {};
   SlotPage *run_[kClasses] = {};

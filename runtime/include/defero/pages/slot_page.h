@@ -38,6 +38,7 @@ inline constexpr unsigned kWordBits = 64;
 inline constexpr unsigned kMaxWords = 64;
 inline constexpr unsigned kMaxSlots = kWordBits * kMaxWords;
 inline constexpr unsigned kNoSlot = ~0u;
+inline constexpr std::uint8_t kNoWord = 0xFF;
 
 class LocalHeap;
 
@@ -61,6 +62,9 @@ struct alignas(64) SlotPage {
   std::uint8_t cls = 0;        ///< size class
   SpanState state = SpanState::Full;
   std::uint16_t run_cursor = 0; ///< Run spans: first slot not yet cut
+  /// The word whose free slots the owner's word cache holds (kNoWord:
+  /// none); its bits read 0 here, and frees into it go to the cache.
+  std::uint8_t cached_word = kNoWord;
   SlotPage *next = nullptr;    ///< owner's Avail list
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
@@ -106,6 +110,18 @@ struct alignas(64) SlotPage {
     if (!f)
       summary &= ~(std::uint64_t{1} << w);
     ++used;
+  }
+
+  /// Takes every free slot of the lowest word with one (the span must have
+  /// room): returns the word's index, its free bits in `bits`.
+  unsigned takeLowestWord(std::uint64_t &bits) {
+    const std::uint64_t s = summary;
+    const unsigned w = static_cast<unsigned>(__builtin_ctzll(s));
+    bits = free[w];
+    free[w] = 0;
+    summary = s & (s - 1);
+    used = static_cast<std::uint16_t>(used + __builtin_popcountll(bits));
+    return w;
   }
 
   /// The lowest free slot, taken; kNoSlot if the span is full.
