@@ -103,16 +103,20 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
   // The common case inline: this library is the process's operator new,
   // the thread has a heap, and the node fits beside its anchor.
   if (defero::LocalHeap *h = defero::tls_heap;
-      h && (kind == defero::kHintNeighbor || kind == defero::kHintTree) &&
+      h && kind >= defero::kHintNeighbor && kind <= defero::kHintContainer &&
       size <= defero::kMaxFast && defero::hintFastPathOpen(h) &&
       replaced_state.load(std::memory_order_relaxed) == kOurs) {
     const defero::PendingHint hint{static_cast<std::uint8_t>(kind),
                                    static_cast<std::int8_t>(kind == defero::kHintTree && side),
-                                   container, where};
+                                   container, kind == defero::kHintContainer ? nullptr : where};
     h->count.hints[kind - 1].add(1);
-    if (void *p = defero::placeBeside(h, size, hint))
-      return p;
+    if (defero::PendingHint anchored = hint; defero::fastAnchor(h, anchored))
+      if (void *p = defero::placeBeside(h, size, anchored))
+        return p;
+    // Straight to the hinted slow path (the fast one just failed).
     defero::ProcessHeap::setHint(h, hint);
+    if (void *p = processHeap().mallocSlow(size, nullptr))
+      return p;
     return defero::newSlow(size, 0, false);
   }
   // A program with its own operator new gets exactly what an unfused hint

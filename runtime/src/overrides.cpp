@@ -103,16 +103,18 @@ DEFERO_EXPORT std::size_t malloc_usable_size(void *p) {
 
 namespace {
 
+// The fast path, else the hinted fast path and the slow path (mallocFull),
+// else the new-handler loop.
 void *newOrThrow(std::size_t size, std::size_t align) {
   if (!align)
-    if (void *p = defero::mallocFast(size))
+    if (void *p = defero::mallocFastOr(size, defero::mallocFull))
       return p;
   return defero::newSlow(size, align, false);
 }
 
 void *newNoThrow(std::size_t size, std::size_t align) noexcept {
   if (!align)
-    if (void *p = defero::mallocFast(size))
+    if (void *p = defero::mallocFastOr(size, defero::mallocFull))
       return p;
   return defero::newSlow(size, align, true);
 }

@@ -242,16 +242,28 @@ DEFERO_ALWAYS_INLINE bool hintFastPathOpen(const LocalHeap *h) {
   return (h->divert | g_any_policy.load(std::memory_order_relaxed)) == 0;
 }
 
+/// Whether a hint can take the fast path (placeBeside), and its anchor: a
+/// neighbour or tree hint's own; a container hint's is the node the thread
+/// last placed for the same container (ProcessHeap::hinted would choose it
+/// too), if any.
+DEFERO_ALWAYS_INLINE bool fastAnchor(const LocalHeap *h, PendingHint &hint) {
+  if (hint.kind == kHintContainer) {
+    if (hint.container != h->recent_container || h->recent_node == nullptr)
+      return false;
+    hint.where = h->recent_node;
+    return true;
+  }
+  return hint.kind == kHintNeighbor || hint.kind == kHintTree;
+}
+
 /// The hinted allocation's fast path: the calling thread's pending hint,
 /// placed by placeBeside. nullptr: take the full path.
 DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
   LocalHeap *h = tls_heap;
   if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
     return nullptr;
-  const PendingHint hint = h->hint;
-  if (__builtin_expect((hint.kind != kHintNeighbor && hint.kind != kHintTree) ||
-                           !hintFastPathOpen(h),
-                       0))
+  PendingHint hint = h->hint;
+  if (__builtin_expect(!fastAnchor(h, hint) || !hintFastPathOpen(h), 0))
     return nullptr;
   void *p = placeBeside(h, sz, hint);
   if (p) {
