@@ -94,34 +94,61 @@ OperatorNew replacedOperatorNew() {
   return s == kTheirs ? replaced.load(std::memory_order_relaxed) : nullptr;
 }
 
+/// __defero_new_hinted when its anchor has no room beside it: the hinted
+/// slow path, then operator new's loop.
+__attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t size,
+                                              int kind, int side, const void *container,
+                                              const void *where) {
+  defero::ProcessHeap::setHint(h, defero::PendingHint{static_cast<std::uint8_t>(kind),
+                                                      static_cast<std::int8_t>(side),
+                                                      container, where});
+  if (void *p = processHeap().mallocSlow(size, nullptr))
+    return p;
+  return defero::newSlow(size, 0, false);
+}
+
+/// __defero_new_hinted off its fast path (no heap yet, a large node, a
+/// program with its own operator new, tracing, a real-time backend, a
+/// container with a policy of its own, an unknown kind). A program with
+/// its own operator new gets exactly what an unfused hint gives it: the
+/// one-shot hint, then its operator new (its operator delete will free
+/// the node).
+__attribute__((noinline)) void *newHintedOther(std::size_t size, int kind,
+                                               const void *container, const void *where,
+                                               int side);
+
 } // namespace
 
 extern "C" {
 
+// The fast path calls nothing (placeBeside is inline) and ends in tail
+// calls, so it needs no stack frame.
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
-  // The common case inline: this library is the process's operator new,
-  // the thread has a heap, and the node fits beside its anchor.
-  if (defero::LocalHeap *h = defero::tls_heap;
-      h && kind >= defero::kHintNeighbor && kind <= defero::kHintContainer &&
-      size <= defero::kMaxFast && defero::hintFastPathOpen(h) &&
-      replaced_state.load(std::memory_order_relaxed) == kOurs) {
-    const defero::PendingHint hint{static_cast<std::uint8_t>(kind),
-                                   static_cast<std::int8_t>(kind == defero::kHintTree && side),
-                                   container, kind == defero::kHintContainer ? nullptr : where};
-    h->count.hints[kind - 1].add(1);
-    if (defero::PendingHint anchored = hint; defero::fastAnchor(h, anchored))
-      if (void *p = defero::placeBeside(h, size, anchored))
-        return p;
-    // Straight to the hinted slow path (the fast one just failed).
-    defero::ProcessHeap::setHint(h, hint);
-    if (void *p = processHeap().mallocSlow(size, nullptr))
+  defero::LocalHeap *h = defero::tls_heap;
+  if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
+                           size > defero::kMaxFast || !defero::hintFastPathOpen(h) ||
+                           replaced_state.load(std::memory_order_relaxed) != kOurs,
+                       0))
+    return newHintedOther(size, kind, container, where, side);
+  const int left = kind == defero::kHintTree && side;
+  if (kind == defero::kHintContainer)
+    where = nullptr;
+  h->count.hints[kind - 1].add(1);
+  if (defero::PendingHint anchored{static_cast<std::uint8_t>(kind), static_cast<std::int8_t>(left),
+                                   container, where};
+      defero::fastAnchor(h, anchored))
+    if (void *p = defero::placeBeside(h, size, anchored))
       return p;
-    return defero::newSlow(size, 0, false);
-  }
-  // A program with its own operator new gets exactly what an unfused hint
-  // gives it: the one-shot hint, then its operator new (its operator
-  // delete will free the node).
+  return newHintedSlow(h, size, kind, left, container, where);
+}
+
+} // extern "C"
+
+namespace {
+
+void *newHintedOther(std::size_t size, int kind, const void *container, const void *where,
+                     int side) {
   const OperatorNew theirs = replacedOperatorNew();
   switch (kind) {
   case defero::kHintNeighbor:
@@ -140,10 +167,6 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
     return theirs(size);
   return defero::newSlow(size, 0, false);
 }
-
-} // extern "C"
-
-namespace {
 
 void forkPrepare() { processHeap().forkPrepare(); }
 void forkParent() { processHeap().forkParent(); }
