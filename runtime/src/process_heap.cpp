@@ -16,12 +16,6 @@ pages::LiveTotals g_live;
 std::atomic<bool> g_any_policy{false};
 
 namespace {
-// Tree nodes placed in a run leave a free slot after each: the children
-// that later hang under a node find room beside it, so subtrees stay in the
-// same lines (set of 1M after churn, stride 1 -> 2: for_each 159 -> 115
-// ns, find 440 -> 310 ns, footprint +13%; 3 and 4 gain less than they
-// cost in memory).
-constexpr unsigned kTreeRunStride = 2;
 // Outside the small-object window a block's history is not kept, so a
 // double free and a foreign pointer look alike there.
 constexpr const char *kNotLive =
@@ -38,10 +32,10 @@ ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
 // --- per-thread heaps ---------------------------------------------------------
 
 std::uint8_t ProcessHeap::divertFlag() const {
-#if DEFERO_REALTIME
-  if (rt_)
-    return 1;
-#endif
+  if constexpr (kRealtimeBuild) {
+    if (rt_)
+      return 1;
+  }
   return trace_.enabled() ? 1 : 0;
 }
 
@@ -98,10 +92,10 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
     return nullptr;
   }
   const PendingHint hint = takeHint(h);
-#if DEFERO_REALTIME
-  if (realtime())
-    return realtimeMalloc(h, sz, hint);
-#endif
+  if constexpr (kRealtimeBuild) {
+    if (realtime())
+      return realtimeMalloc(h, sz, hint);
+  }
   if (fresh)
     *fresh = false;
   if (sz > kMaxSmall)
@@ -146,13 +140,13 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
     return nullptr;
   }
   takeHint(h);
-#if DEFERO_REALTIME
-  if (realtime()) {
-    void *p = rt_->mallocAligned(sz, align);
-    traceMalloc(p, sz);
-    return p;
+  if constexpr (kRealtimeBuild) {
+    if (realtime()) {
+      void *p = rt_->mallocAligned(sz, align);
+      traceMalloc(p, sz);
+      return p;
+    }
   }
-#endif
   // Power-of-two classes hold slots aligned to their size (spans start on
   // 64 KiB boundaries), so the first class whose size align divides serves.
   const unsigned cls = align <= kMaxSmall && sz <= kMaxSmall
@@ -177,14 +171,14 @@ void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
     return nullptr;
   }
   bool fresh = false;
-#if DEFERO_REALTIME
-  if (realtime()) {
-    void *p = malloc(total);
-    if (p)
-      std::memset(p, 0, total); // a block may have been used before
-    return p;
+  if constexpr (kRealtimeBuild) {
+    if (realtime()) {
+      void *p = malloc(total);
+      if (p)
+        std::memset(p, 0, total); // a block may have been used before
+      return p;
+    }
   }
-#endif
   void *p = total <= kMaxSmall ? malloc(total) : mallocSlow(total, &fresh);
   if (p && !fresh) // fresh mappings are zero already: do not touch them
     std::memset(p, 0, total);
@@ -199,12 +193,12 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
   // get it and log its malloc, which must come after this free.
   if (trace_.enabled())
     trace_.onFree(p);
-#if DEFERO_REALTIME
-  if (rt_ && rt_->owns(p)) {
-    rt_->free(p, call);
-    return;
+  if constexpr (kRealtimeBuild) {
+    if (rt_ && rt_->owns(p)) {
+      rt_->free(p, call);
+      return;
+    }
   }
-#endif
   LocalHeap *h = heap();
   if (pg) {
     const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
@@ -240,31 +234,31 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     return malloc(sz);
   if (LocalHeap *h = tls_heap)
     takeHint(h); // a container's node is never realloc'ed
-#if DEFERO_REALTIME
-  if (rt_ && rt_->owns(p)) {
-    const std::size_t old = rt_->usableSize(p);
-    if (old == 0)
-      rt_->invalid(call, p);
-    if (sz == 0) { // glibc's behaviour: free and return NULL
-      free(p, call);
-      return nullptr;
+  if constexpr (kRealtimeBuild) {
+    if (rt_ && rt_->owns(p)) {
+      const std::size_t old = rt_->usableSize(p);
+      if (old == 0)
+        rt_->invalid(call, p);
+      if (sz == 0) { // glibc's behaviour: free and return NULL
+        free(p, call);
+        return nullptr;
+      }
+      // Keep the block while the new size still needs a block of its size.
+      if (sz <= old && (sz > old / 2 || old <= kMinAlignment)) {
+        if (trace_.enabled())
+          trace_.onRealloc(p, p, sz);
+        return p;
+      }
+      void *q = rt_->malloc(sz);
+      if (!q)
+        return nullptr; // p untouched, errno ENOMEM
+      std::memcpy(q, p, old < sz ? old : sz);
+      if (trace_.enabled()) // before p goes back (another thread may get it)
+        trace_.onRealloc(p, q, sz);
+      rt_->free(p, call);
+      return q;
     }
-    // Keep the block while the new size still needs a block of its size.
-    if (sz <= old && (sz > old / 2 || old <= kMinAlignment)) {
-      if (trace_.enabled())
-        trace_.onRealloc(p, p, sz);
-      return p;
-    }
-    void *q = rt_->malloc(sz);
-    if (!q)
-      return nullptr; // p untouched, errno ENOMEM
-    std::memcpy(q, p, old < sz ? old : sz);
-    if (trace_.enabled()) // before p goes back (another thread may get it)
-      trace_.onRealloc(p, q, sz);
-    rt_->free(p, call);
-    return q;
   }
-#endif
   if (sz == 0) { // glibc's behaviour: free and return NULL
     free(p, call);
     return nullptr;
@@ -318,10 +312,10 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
 std::size_t ProcessHeap::usableSize(const void *p) {
   if (!p)
     return 0;
-#if DEFERO_REALTIME
-  if (rt_ && rt_->owns(p))
-    return rt_->usableSize(p);
-#endif
+  if constexpr (kRealtimeBuild) {
+    if (rt_ && rt_->owns(p))
+      return rt_->usableSize(p);
+  }
   if (SlotPage *pg = PageArena::get().spanOf(p)) {
     const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
     const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
@@ -336,56 +330,6 @@ std::size_t ProcessHeap::usableSize(const void *p) {
   return large_.getSize(p);
 }
 
-void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
-  LocalHeap *h = heap();
-  if (!h) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  takeHint(h);
-#if DEFERO_REALTIME
-  if (realtime()) // the buddy policy has no placement to steer
-    return realtimeMalloc(h, sz, PendingHint{});
-#endif
-  if (sz > kMaxSmall)
-    return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
-  void *p = nullptr;
-  if (SlotPage *pg = h->mySpan(hint, cls))
-    p = h->takeNearest(pg, hint, true);
-  if (!p)
-    p = h->malloc(cls);
-  if (!p)
-    return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  finishSmall(h, p, cls);
-  traceMalloc(p, sz);
-  return p;
-}
-
-void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth) {
-  (void)bits;
-  (void)depth;
-  LocalHeap *h = heap();
-  if (!h) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  takeHint(h);
-#if DEFERO_REALTIME
-  if (realtime())
-    return realtimeMalloc(h, sz, PendingHint{});
-#endif
-  if (sz > kMaxSmall)
-    return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
-  void *p = h->malloc(cls);
-  if (!p)
-    return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  finishSmall(h, p, cls);
-  traceMalloc(p, sz);
-  return p;
-}
-
 long long ProcessHeap::classOf(const void *p) {
   PageArena &a = PageArena::get();
   if (!p || !a.inWindow(p))
@@ -393,313 +337,6 @@ long long ProcessHeap::classOf(const void *p) {
   return static_cast<long long>((reinterpret_cast<std::uintptr_t>(p) - a.base()) >>
                                 (32 - cfg_.k));
 }
-
-// --- hints ------------------------------------------------------------------
-
-/// Places a small block of class cls that carries a hint, under the
-/// container's policy: beside the anchor (the neighbour, the parent on the
-/// side of the insert, or the container's last node) if a slot within a
-/// line or two of it is free; else the next slot of the container's run;
-/// else, for a container that has no run yet and no anchor here, an
-/// unhinted slot.
-void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
-  pages::ContainerSlot *cs = h->container(hint.container);
-  if (!cs) // no memory for the table: an unhinted block
-    return h->malloc(cls);
-  if (registry_.used() && cs->epoch != registry_.epoch()) {
-    ContainerRegistry::Entry e;
-    const bool known = hint.container && registry_.lookup(hint.container, e);
-    cs->policy = known ? e.policy : -1;
-    cs->k = known ? e.k : 0;
-    cs->epoch = registry_.epoch();
-  }
-  const Predicate pred = cs->policy >= 0 ? static_cast<Predicate>(cs->policy) : cfg_.policy;
-  const void *anchor = hint.where;
-  if (hint.kind == kHintContainer)
-    anchor = hint.container == h->recent_container ? h->recent_node : cs->last;
-  // An anchor inside the container object itself is its header: the
-  // container is empty (or inserting at its end sentinel). A container
-  // that is empty starts afresh, whatever an earlier container at the same
-  // address left in the table (so placement never depends on which
-  // addresses a program's containers happen to reuse).
-  if (inContainer(anchor, hint.container)) {
-    cs->up = pages::Run{};
-    cs->down = pages::Run{};
-    cs->runs = 0;
-    cs->last = nullptr;
-    if (h->recent_container == hint.container)
-      h->recent_node = nullptr;
-  }
-  void *p = nullptr;
-  if (pred != Predicate::First) {
-    // A node that goes before its anchor in the container's order goes
-    // below it, others above: in-order and list order walk up the
-    // addresses.
-    SlotPage *pg = h->mySpan(anchor, cls);
-    const bool down = pg && linksBefore(PendingHint{hint.kind, hint.side, hint.container, anchor});
-    if (pg)
-      p = h->takeBeside(pg, anchor, LocalHeap::lineReach(cls), !down);
-    if (!p && (pg || (down ? cs->down.span : cs->up.span)))
-      p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
-  }
-  if (!p)
-    p = h->malloc(cls);
-  if (!p)
-    return nullptr;
-  cs->last = p;
-  h->recent_container = hint.container;
-  h->recent_node = p;
-  h->count.hinted_allocs.add(1);
-  if (cs->policy >= 0)
-    h->count.policy_allocs.add(1);
-  // "Same class" at the container's own K if it set one.
-  PageArena &a = PageArena::get();
-  const unsigned k = cs->k ? cs->k : cfg_.k;
-  if (anchor && a.inWindow(anchor) &&
-      ((reinterpret_cast<std::uintptr_t>(anchor) - a.base()) >> (32 - k)) ==
-          ((reinterpret_cast<std::uintptr_t>(p) - a.base()) >> (32 - k)))
-    h->count.hint_same_class.add(1);
-  return p;
-}
-
-void ProcessHeap::hintNeighbor(const void *c, const void *n) {
-  if (LocalHeap *h = heap()) {
-    h->count.hints[0].add(1);
-    setHint(h, PendingHint{kHintNeighbor, 0, c, n});
-  }
-}
-void ProcessHeap::hintTree(const void *c, const void *parent, int insert_left) {
-  if (LocalHeap *h = heap()) {
-    h->count.hints[1].add(1);
-    setHint(h, PendingHint{kHintTree, static_cast<std::int8_t>(insert_left != 0), c, parent});
-  }
-}
-void ProcessHeap::hintContainer(const void *c) {
-  if (LocalHeap *h = heap()) {
-    h->count.hints[2].add(1);
-    setHint(h, PendingHint{kHintContainer, 0, c, nullptr});
-  }
-}
-
-void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
-  Predicate p;
-  char msg[300];
-  if (!parsePredicate(predicate, p)) {
-    std::snprintf(msg, sizeof msg,
-                  "defero: __defero_container_policy: predicate '%.80s' is not "
-                  "valid (accepted: %s); container %p keeps the default\n",
-                  predicate ? predicate : "(null)", kPredicateNames, c);
-    os::write_all(2, msg, std::strlen(msg));
-    return;
-  }
-  if (k < 0 || k > 32) {
-    std::snprintf(msg, sizeof msg,
-                  "defero: __defero_container_policy: k=%d is not valid "
-                  "(accepted: 0 for the default, 1..32); container %p keeps "
-                  "the default\n",
-                  k, c);
-    os::write_all(2, msg, std::strlen(msg));
-    return;
-  }
-  registry_.setPolicy(c, p, static_cast<unsigned>(k));
-  g_any_policy.store(true, std::memory_order_relaxed);
-}
-
-// --- statistics -----------------------------------------------------------
-
-std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
-#if DEFERO_REALTIME
-  if (rt_)
-    return formatRealtimeStats(buf, cap);
-#endif
-  noteFootprint();
-  unsigned long long allocs = 0, frees = 0, hints[3] = {}, hinted = 0, same = 0,
-                     own = 0;
-  // Live bytes now, exactly (every heap's counts, read without stopping
-  // them), and the peak it may be.
-  std::int64_t live = g_live.live.load(std::memory_order_relaxed);
-  {
-    std::lock_guard<SpinLock> guard(heaps_lock_);
-    for (LocalHeap *h = heaps_; h; h = h->next_heap) {
-      allocs += h->smallAllocs() + h->count.large_allocs.get();
-      frees += h->smallFrees() + h->count.large_frees.get();
-      live += h->smallLiveBytes(kCanaryBytes) - h->livePublished();
-      for (int k = 0; k < 3; ++k)
-        hints[k] += h->count.hints[k].get();
-      hinted += h->count.hinted_allocs.get();
-      same += h->count.hint_same_class.get();
-      own += h->count.policy_allocs.get();
-    }
-  }
-  g_live.raise(live);
-  const std::int64_t peak = g_live.peak.load(std::memory_order_relaxed);
-  int n = std::snprintf(
-      buf, cap,
-      "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %lld, "
-      "\"peak_footprint_bytes\": %llu, "
-      "\"hints\": {\"neighbor\": %llu, \"tree\": %llu, \"container\": %llu}, "
-      "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
-      "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
-      "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu, "
-      "\"container_policies\": %llu, \"policy_allocs\": %llu, "
-      "\"checked\": %s}\n",
-      allocs, frees, static_cast<long long>(peak > live ? peak : live),
-      static_cast<unsigned long long>(peak_footprint_.load()), hints[0],
-      hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
-      cfg_.backend, static_cast<long long>(live),
-      static_cast<unsigned long long>(large_.mappedBytes()),
-      static_cast<unsigned long long>(registry_.policies()), own,
-      kCanaryBytes ? "true" : "false");
-  if (n < 0)
-    return 0;
-  return static_cast<std::size_t>(n) < cap ? static_cast<std::size_t>(n) : cap - 1;
-}
-
-void ProcessHeap::atExit() {
-  trace_.flush();
-  if (!cfg_.stats_stderr && !cfg_.stats_file)
-    return;
-  // A forked child that exits (without exec) reports nothing: the stats
-  // describe the program, whose process writes them when it exits.
-  if (::getpid() != pid_)
-    return;
-  char buf[1024];
-  const std::size_t n = formatStats(buf, sizeof buf);
-  if (!cfg_.stats_file) { // DEFERO_STATS_FILE replaces stderr
-    os::write_all(2, buf, n);
-    return;
-  }
-  int fd = os::open_for_writing(cfg_.stats_file, false);
-  if (fd < 0) {
-    const char msg[] = "defero: DEFERO_STATS_FILE: cannot open at exit\n";
-    os::write_all(2, msg, sizeof msg - 1);
-    return;
-  }
-  os::write_all(fd, buf, n);
-  os::close_fd(fd);
-}
-
-// --- fork -------------------------------------------------------------------
-// Every lock is held across fork() so the child never inherits a structure
-// another thread was halfway through changing. Order: registry, trace, the
-// heap lists, the arena, large (the order the allocator nests them in).
-// The owners' fast paths take no lock: a thread's heap is its own, and in
-// the child every heap but the forking thread's becomes an orphan (its
-// thread does not exist there). A remote free in flight is either in its
-// list or not: at worst a block is leaked in the child, never corrupted.
-
-void ProcessHeap::forkPrepare() {
-#if DEFERO_REALTIME
-  if (rt_) // first: the model's own allocations nest inside it
-    rt_->lock();
-#endif
-  registry_.lockRegistry();
-  trace_.lockLog();
-  heaps_lock_.lock();
-  PageArena::get().lockAll();
-  large_.lockHeap();
-}
-
-void ProcessHeap::forkParent() { unlockAfterFork(false); }
-
-void ProcessHeap::forkChild() {
-  // The parent still holds (and will write) the events buffered before the
-  // fork: the child must not write them a second time.
-  trace_.discardBuffered();
-  LocalHeap *mine = tls_heap;
-  orphans_ = nullptr;
-  for (LocalHeap *h = heaps_; h; h = h->next_heap) {
-    h->next_orphan = nullptr;
-    if (h != mine) {
-      h->next_orphan = orphans_;
-      orphans_ = h;
-    }
-  }
-  unlockAfterFork(true);
-}
-
-/// Releases what forkPrepare took, in the reverse order.
-void ProcessHeap::unlockAfterFork(bool child) {
-  large_.unlockHeap();
-  PageArena::get().unlockAll();
-  heaps_lock_.unlock();
-  trace_.unlockLog();
-  registry_.unlockRegistry();
-#if DEFERO_REALTIME
-  if (rt_ && child)
-    rt_->unlockInChild();
-  else if (rt_)
-    rt_->unlock();
-#else
-  (void)child;
-#endif
-}
-
-// --- real-time builds ------------------------------------------------------------
-
-#if DEFERO_REALTIME
-void ProcessHeap::startRealtime() {
-  rt_ = RealtimeHeap::start(cfg_);
-  std::lock_guard<SpinLock> guard(heaps_lock_);
-  for (LocalHeap *h = heaps_; h; h = h->next_heap)
-    h->divert = divertFlag();
-  if (rt_)
-    tls_fast = nullptr; // (the only thread with a heap yet: the constructor)
-}
-
-/// A program allocation in a real-time build: the pending hint is consumed
-/// and counted (the buddy policy cannot place by it), the block comes from
-/// the buddy heap.
-void *ProcessHeap::realtimeMalloc(LocalHeap *h, std::size_t sz, const PendingHint &hint) {
-  void *p = rt_->malloc(sz);
-  if (!p)
-    return nullptr;
-  if (hint.kind) {
-    h->count.hinted_allocs.add(1);
-    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(rt_->base());
-    const unsigned shift = 32 - cfg_.k;
-    if (hint.where && rt_->owns(hint.where) && cfg_.k > 0 &&
-        ((reinterpret_cast<std::uintptr_t>(hint.where) - base) >> shift) ==
-            ((reinterpret_cast<std::uintptr_t>(p) - base) >> shift))
-      h->count.hint_same_class.add(1);
-  }
-  traceMalloc(p, sz);
-  return p;
-}
-
-std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
-  unsigned long long hints[3] = {}, hinted = 0, same = 0, boot = 0;
-  {
-    std::lock_guard<SpinLock> guard(heaps_lock_);
-    for (const LocalHeap *h = heaps_; h; h = h->next_heap) {
-      for (int k = 0; k < 3; ++k)
-        hints[k] += h->count.hints[k].get();
-      hinted += h->count.hinted_allocs.get();
-      same += h->count.hint_same_class.get();
-      boot += h->smallAllocs();
-    }
-  }
-  const RealtimeHeap::Counts n = rt_->counts();
-  char hw[700];
-  if (!rt_->formatHw(hw, sizeof hw))
-    return 0;
-  int len = std::snprintf(
-      buf, cap,
-      "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %llu, "
-      "\"peak_footprint_bytes\": %llu, "
-      "\"hints\": {\"neighbor\": %llu, \"tree\": %llu, \"container\": %llu}, "
-      "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
-      "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
-      "\"live_bytes\": %llu, \"bootstrap_allocs\": %llu, %s}\n",
-      n.allocs, n.frees, n.peak_live, n.peak_used, hints[0], hints[1], hints[2],
-      hinted, same, predicateName(cfg_.policy), cfg_.k, cfg_.backend, n.live, boot, hw);
-  if (len < 0)
-    return 0;
-  return static_cast<std::size_t>(len) < cap ? static_cast<std::size_t>(len) : cap - 1;
-}
-#else
-void ProcessHeap::startRealtime() {}
-#endif
 
 namespace {
 __attribute__((noinline)) void *mallocSlowEntry(std::size_t sz) {
@@ -734,7 +371,8 @@ ProcessHeap &processHeap() {
     // The real-time heap's model allocates while it starts: this thread's
     // calls then find the process heap (its small heaps) ready.
     constructing = true;
-    heap_ptr->startRealtime();
+    if constexpr (kRealtimeBuild)
+      heap_ptr->startRealtime();
     constructing = false;
     heap_state.store(2, std::memory_order_release);
     return *heap_ptr;

@@ -30,9 +30,8 @@
 #include "defero/pages/local_heap.h"
 #include "defero/pages/page_arena.h"
 #include "defero/platform/os.h"
-#if DEFERO_REALTIME
+#include "node_layout.h"
 #include "realtime_heap.h"
-#endif
 
 #ifndef DEFERO_CHECKED
 #define DEFERO_CHECKED 0
@@ -45,7 +44,10 @@ using pages::PageArena;
 using pages::PendingHint;
 using pages::SlotPage;
 
-enum : std::uint8_t { kHintNone, kHintNeighbor, kHintTree, kHintContainer };
+/// Whether this build routes the program to a real-time backend (CMake's
+/// DEFERO_BACKEND, chosen once at configure time; realtime_route.cpp).
+inline constexpr bool kRealtimeBuild = DEFERO_REALTIME != 0;
+
 
 /// The calling thread's small-object heap (null until its first call).
 extern constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec")));
@@ -157,41 +159,6 @@ DEFERO_ALWAYS_INLINE bool hintFast(const PendingHint &hint, unsigned which) {
   h->hint = hint;
   tls_fast = nullptr;
   return true;
-}
-
-/// How far into a container object its header (the end sentinel, or the
-/// tree's header node) may lie: libstdc++'s are at offset 0 (list) and 8
-/// (red-black tree).
-inline constexpr std::uintptr_t kHeaderReach = 64;
-
-/// Whether p lies in the container object at c (its header).
-inline bool inContainer(const void *p, const void *c) {
-  return reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(c) <
-         kHeaderReach;
-}
-
-/// Whether the hinted node goes before its anchor in the container's order,
-/// so below it in memory: a left child; a list node inserted before its
-/// neighbour (push_front, insert(pos) in the middle). A list node is told
-/// by libstdc++'s layout {next, prev}: the neighbour's prev links back to
-/// it. Only for an anchor that is a 16-byte-aligned block of the window
-/// (so its two words, and a prev inside the window, can be read).
-DEFERO_ALWAYS_INLINE bool linksBefore(const PendingHint &hint) {
-  if (hint.kind == kHintTree)
-    return hint.side != 0;
-  if (hint.kind != kHintNeighbor ||
-      (reinterpret_cast<std::uintptr_t>(hint.where) & 15) != 0)
-    return false;
-  auto *n = static_cast<const void *const *>(hint.where);
-  if (inContainer(n[0], hint.container))
-    return false; // the tail, appended after
-  // The neighbour's prev: the header (the container is live: readable),
-  // or a block of the window (16-byte aligned: its first word is in it).
-  const void *prev = n[1];
-  if (inContainer(prev, hint.container) ||
-      ((reinterpret_cast<std::uintptr_t>(prev) & 15) == 0 && PageArena::get().spanOf(prev)))
-    return static_cast<const void *const *>(prev)[0] == n;
-  return false;
 }
 
 /// The hinted allocation's fast path: a neighbour or tree hint whose anchor
@@ -357,13 +324,17 @@ private:
       trace_.onMalloc(p, sz);
   }
   std::uint8_t divertFlag() const;
-#if DEFERO_REALTIME
+  // Real-time builds only (realtime_route.cpp); every call sits in
+  // `if constexpr (kRealtimeBuild)`.
   void *realtimeMalloc(LocalHeap *h, std::size_t sz, const PendingHint &hint);
   std::size_t formatRealtimeStats(char *buf, std::size_t cap);
   RealtimeHeap *rt_ = nullptr;
   /// Whether this call should go to the real-time heap.
-  bool realtime() const { return rt_ && !tls_in_realtime; }
-#endif
+  bool realtime() const {
+    if constexpr (kRealtimeBuild)
+      return rt_ && !tls_in_realtime;
+    return false;
+  }
 
   Config cfg_;
   int pid_; // the process that read the configuration

@@ -11,6 +11,7 @@
 #include "Vbuddy_obs_rt.h"
 #include "Vbuddy_rbs_rt.h"
 #include "defero/buddy/buddy_heap.h"
+#include "defero/buddy/hw_buddy.h"
 #include "defero/platform/os.h"
 
 namespace defero {

@@ -17,7 +17,6 @@
 #include <cstdint>
 
 #include "config.h"
-#include "defero/buddy/hw_buddy.h"
 #include "defero/heaplayers/threads/ticket_lock.h"
 
 namespace defero {
