@@ -28,6 +28,31 @@ import sys
 import tempfile
 
 PROG = "stl-patch"
+# The hint ABI's names come from the runtime's abi.h, the one place they
+# are spelled (the runtime and the compiler plugin read it too).
+ABI_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime",
+                          "include", "defero", "abi.h")
+
+
+def abi_names(path=ABI_HEADER):
+    """{'DEFERO_FN_HINT_NEIGHBOR': '__defero_hint_neighbor', ...} from abi.h."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = dict(re.findall(r'^#define (DEFERO_FN_\w+) "(\w+)"$', f.read(), re.M))
+    except OSError as e:
+        raise Failure(f"{path}: cannot read the hint ABI's names: {e.strerror}") from e
+    want = ("DEFERO_FN_HINT_NEIGHBOR", "DEFERO_FN_HINT_TREE", "DEFERO_FN_HINT_CONTAINER")
+    missing = [n for n in want if n not in names]
+    if missing:
+        raise Failure(f"{path}: no #define of {missing[0]} (the hint ABI's names)")
+    return names
+
+
+def hints_text(names):
+    """HINTS_TEXT with the hint ABI's names filled in."""
+    return re.sub(r"@(DEFERO_FN_\w+)@", lambda m: names[m.group(1)], HINTS_TEXT)
+
+
 HINTS_HEADER = "bits/defero_stl_hints.h"
 
 
@@ -146,11 +171,11 @@ HINTS_TEXT = """\
 
 extern "C" {
 __attribute__((__weak__, __nothrow__)) void
-__defero_hint_neighbor(const void *__container, const void *__neighbor);
+@DEFERO_FN_HINT_NEIGHBOR@(const void *__container, const void *__neighbor);
 __attribute__((__weak__, __nothrow__)) void
-__defero_hint_tree(const void *__container, const void *__parent, int __insert_left);
+@DEFERO_FN_HINT_TREE@(const void *__container, const void *__parent, int __insert_left);
 __attribute__((__weak__, __nothrow__)) void
-__defero_hint_container(const void *__container);
+@DEFERO_FN_HINT_CONTAINER@(const void *__container);
 }
 
 namespace __defero
@@ -186,8 +211,8 @@ namespace __defero
     {
       if (__is_std_allocator<_Alloc>::value)
 	{
-	  if (&::__defero_hint_neighbor)
-	    ::__defero_hint_neighbor(__c, __n);
+	  if (&::@DEFERO_FN_HINT_NEIGHBOR@)
+	    ::@DEFERO_FN_HINT_NEIGHBOR@(__c, __n);
 	}
       else if (__takes_hints<_Alloc>::value)
 	__pending() = __n;
@@ -199,8 +224,8 @@ namespace __defero
     {
       if (__is_std_allocator<_Alloc>::value)
 	{
-	  if (&::__defero_hint_tree)
-	    ::__defero_hint_tree(__c, __p, __left ? 1 : 0);
+	  if (&::@DEFERO_FN_HINT_TREE@)
+	    ::@DEFERO_FN_HINT_TREE@(__c, __p, __left ? 1 : 0);
 	}
       else if (__takes_hints<_Alloc>::value)
 	__pending() = __p;
@@ -210,8 +235,8 @@ namespace __defero
     inline void
     __hint_container(const void* __c) _GLIBCXX_USE_NOEXCEPT
     {
-      if (__is_std_allocator<_Alloc>::value && &::__defero_hint_container)
-	::__defero_hint_container(__c);
+      if (__is_std_allocator<_Alloc>::value && &::@DEFERO_FN_HINT_CONTAINER@)
+	::@DEFERO_FN_HINT_CONTAINER@(__c);
     }
 
   // list: the position's node, or the tail when inserting at end().
@@ -365,6 +390,8 @@ def main():
     src.add_argument("--cxx", help="the compiler whose libstdc++ to patch (g++, clang++-19)")
     src.add_argument("--source-dir", help="read the headers from this directory instead")
     ap.add_argument("--out", help="the include directory to write")
+    ap.add_argument("--abi-header", default=ABI_HEADER,
+                    help="the hint ABI's names (default: the runtime's defero/abi.h)")
     ap.add_argument("--print-sources", action="store_true",
                     help="print the headers read, one per line, and write nothing")
     a = ap.parse_args()
@@ -389,10 +416,11 @@ def main():
         for rel in EDITS[release]:
             with open(found[rel], encoding="utf-8") as f:
                 patched[rel] = patch(rel, found[rel], release, f.read())
-        # Only now that every edit applied: write.
-        for rel, text in patched.items():
-            write_atomic(os.path.join(a.out, rel), text)
-        write_atomic(os.path.join(a.out, HINTS_HEADER), HINTS_TEXT)
+        # Only now that every edit applied (and abi.h read): write.
+        text = hints_text(abi_names(a.abi_header))
+        for rel, patched_text in patched.items():
+            write_atomic(os.path.join(a.out, rel), patched_text)
+        write_atomic(os.path.join(a.out, HINTS_HEADER), text)
     except (Failure, OSError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1

@@ -40,7 +40,14 @@
 #include <string>
 #include <vector>
 
+#include "defero/abi.h"
+
 namespace {
+
+// The predicates the attribute accepts, as its errors list them.
+#define DEFERO_PREDICATE_LIST                                                                  \
+  DEFERO_PREDICATE_FIRST ", " DEFERO_PREDICATE_BEST ", " DEFERO_PREDICATE_MATCH ", "    \
+  DEFERO_PREDICATE_PATH ", " DEFERO_PREDICATE_AUTO
 
 std::string PassPluginPath; // set by defero_clang_plugin_init
 
@@ -240,17 +247,19 @@ struct PolicyAttrInfo : public clang::ParsedAttrInfo {
     if (!Lit || !Lit->isOrdinary()) {
       error(S, PredE ? PredE->getExprLoc() : Attr.getLoc(),
             "defero::policy: the first argument must be a string literal "
-            "naming the predicate (first, best, match, path, auto)");
+            "naming the predicate (" DEFERO_PREDICATE_LIST ")");
       return AttributeNotApplied;
     }
     const llvm::StringRef Pred = Lit->getString();
-    if (!llvm::is_contained({"first", "best", "match", "path", "auto"}, Pred)) {
+    if (!llvm::is_contained({DEFERO_PREDICATE_FIRST, DEFERO_PREDICATE_BEST, DEFERO_PREDICATE_MATCH,
+                             DEFERO_PREDICATE_PATH, DEFERO_PREDICATE_AUTO},
+                            Pred)) {
       error(S, Lit->getBeginLoc(),
-            "defero::policy: unknown predicate '" + Pred +
-                "' (accepted: first, best, match, path, auto)");
+            "defero::policy: unknown predicate '" + Pred + "' (accepted: " DEFERO_PREDICATE_LIST ")");
       return AttributeNotApplied;
     }
-    // K: an integer constant in 1..32; absent means the process default.
+    // K: an integer constant in 1..DEFERO_K_MAX; absent means the process
+    // default.
     llvm::SmallVector<clang::Expr *, 2> Args{PredE};
     if (Attr.getNumArgs() > 1) {
       clang::Expr *KE = Attr.getArgAsExpr(1);
@@ -263,11 +272,11 @@ struct PolicyAttrInfo : public clang::ParsedAttrInfo {
               "constant");
         return AttributeNotApplied;
       }
-      if (*K < 1 || *K > 32) {
+      if (*K < 1 || *K > DEFERO_K_MAX) {
         error(S, KE->getExprLoc(),
               "defero::policy: K=" + llvm::toString(*K, 10) +
-                  " is out of range (accepted: 1..32; leave it out for the "
-                  "default)");
+                  " is out of range (accepted: 1.." DEFERO_STR(DEFERO_K_MAX)
+                  "; leave it out for the default)");
         return AttributeNotApplied;
       }
       Args.push_back(clang::IntegerLiteral::Create(

@@ -26,6 +26,8 @@
 //===----------------------------------------------------------------------===//
 #include "DeferoFuse.h"
 
+#include "defero/abi.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
 #include "llvm/IR/Constants.h"
@@ -42,18 +44,23 @@ using namespace llvm;
 namespace defero {
 namespace {
 
-/// The runtime's kinds (defero.h, __defero_new_hinted).
-enum : int { kNoHint = 0, kNeighbor = 1, kTree = 2, kContainer = 3 };
+/// The runtime's kinds (defero/abi.h, __defero_new_hinted).
+enum : int {
+  kNoHint = DEFERO_HINT_NONE,
+  kNeighbor = DEFERO_HINT_NEIGHBOR,
+  kTree = DEFERO_HINT_TREE,
+  kContainer = DEFERO_HINT_CONTAINER,
+};
 
 int hintKind(const Function *F) {
   if (!F)
     return kNoHint;
   const StringRef N = F->getName();
-  if (N == "__defero_hint_neighbor" && F->arg_size() == 2)
+  if (N == DEFERO_FN_HINT_NEIGHBOR && F->arg_size() == 2)
     return kNeighbor;
-  if (N == "__defero_hint_tree" && F->arg_size() == 3)
+  if (N == DEFERO_FN_HINT_TREE && F->arg_size() == 3)
     return kTree;
-  if (N == "__defero_hint_container" && F->arg_size() == 1)
+  if (N == DEFERO_FN_HINT_CONTAINER && F->arg_size() == 1)
     return kContainer;
   return kNoHint;
 }
@@ -195,7 +202,7 @@ bool fuse(CallBase &Hint, int Kind, OptimizationRemarkEmitter &ORE) {
   }
 
   IRBuilder<> B(New);
-  FunctionCallee Hinted = M.getOrInsertFunction("__defero_new_hinted", FTy);
+  FunctionCallee Hinted = M.getOrInsertFunction(DEFERO_FN_NEW_HINTED, FTy);
   auto *HintedFn = dyn_cast<Function>(Hinted.getCallee());
   if (!HintedFn || HintedFn->getFunctionType() != FTy)
     return false;

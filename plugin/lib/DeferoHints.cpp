@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 #include "DeferoHints.h"
 
+#include "defero/abi.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -178,7 +180,7 @@ void emitGuardedCall(FunctionCallee Hint, ArrayRef<Value *> Args,
 
 FunctionCallee hintNeighbor(Module &M) {
   auto *Ptr = PointerType::getUnqual(M.getContext());
-  return hintFunction(M, "__defero_hint_neighbor", {Ptr, Ptr});
+  return hintFunction(M, DEFERO_FN_HINT_NEIGHBOR, {Ptr, Ptr});
 }
 
 /// list / forward_list: the guarded neighbour hint right before the
@@ -204,7 +206,7 @@ void emitNeighbourHint(Module &M, CallBase &MakeNode, Kind K) {
 /// The node is made before its position is known: the container hint.
 void emitContainerHint(Module &M, CallBase &MakeNode) {
   auto *Ptr = PointerType::getUnqual(M.getContext());
-  emitGuardedCall(hintFunction(M, "__defero_hint_container", {Ptr}),
+  emitGuardedCall(hintFunction(M, DEFERO_FN_HINT_CONTAINER, {Ptr}),
                   {MakeNode.getFunction()->getArg(0)}, &MakeNode);
 }
 
@@ -276,7 +278,7 @@ bool emitTreeHint(Module &M, CallBase &MakeNode, const CxxName &N) {
                      ConstantInt::get(InsertLeft->getAllocatedType(), 0)),
       Type::getInt32Ty(C), "defero.insert_left");
   auto *Ptr = PointerType::getUnqual(C);
-  FunctionCallee Hint = hintFunction(M, "__defero_hint_tree",
+  FunctionCallee Hint = hintFunction(M, DEFERO_FN_HINT_TREE,
                                      {Ptr, Ptr, Type::getInt32Ty(C)});
   emitGuardedCall(Hint, {F.getArg(0), F.getArg(ParentArg), Left}, &MakeNode);
   return true;
@@ -312,7 +314,7 @@ bool instrument(Function &F, Kind K, const CxxName &N) {
     // the entry block): `this` is the table's allocator base, an address
     // unique to the container, which is all a container hint needs.
     auto *Ptr = PointerType::getUnqual(F.getContext());
-    emitGuardedCall(hintFunction(*F.getParent(), "__defero_hint_container", {Ptr}),
+    emitGuardedCall(hintFunction(*F.getParent(), DEFERO_FN_HINT_CONTAINER, {Ptr}),
                     {F.getArg(0)}, &*F.getEntryBlock().getFirstNonPHIOrDbgOrAlloca());
     return true;
   }
@@ -508,7 +510,7 @@ void emitPolicyCall(Module &M, Value *Container, StringRef Pred, int K,
                     Instruction *IP) {
   LLVMContext &C = M.getContext();
   auto *Ptr = PointerType::getUnqual(C);
-  FunctionCallee Fn = hintFunction(M, "__defero_container_policy",
+  FunctionCallee Fn = hintFunction(M, DEFERO_FN_CONTAINER_POLICY,
                                    {Ptr, Ptr, Type::getInt32Ty(C)});
   // The annotation's own strings live in "llvm.metadata", which is not
   // emitted: the name gets a string of its own.

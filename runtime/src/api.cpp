@@ -7,12 +7,25 @@
 #include <dlfcn.h>
 #include <new>
 #include <pthread.h>
+#include <string_view>
 
 #include "defero/defero.h"
 #include "cxx_runtime.h"
 #include "process_heap.h"
 
 using defero::processHeap;
+
+// The entry points defero.h declares are the ones abi.h names (the plugin
+// and the stl-patch generator emit calls by those names).
+#define DEFERO_ENTRY_IS(fn, name)                                                  \
+  static_assert(sizeof(decltype(&fn)) != 0 && std::string_view(#fn) == std::string_view(name), \
+                #fn " is not the name abi.h gives it")
+DEFERO_ENTRY_IS(__defero_hint_neighbor, DEFERO_FN_HINT_NEIGHBOR);
+DEFERO_ENTRY_IS(__defero_hint_tree, DEFERO_FN_HINT_TREE);
+DEFERO_ENTRY_IS(__defero_hint_container, DEFERO_FN_HINT_CONTAINER);
+DEFERO_ENTRY_IS(__defero_container_policy, DEFERO_FN_CONTAINER_POLICY);
+DEFERO_ENTRY_IS(__defero_new_hinted, DEFERO_FN_NEW_HINTED);
+#undef DEFERO_ENTRY_IS
 
 extern "C" {
 

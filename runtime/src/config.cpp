@@ -137,8 +137,10 @@ Config readConfig() {
     char *end = nullptr;
     errno = 0;
     long k = std::strtol(v, &end, 10);
-    if (!*v || *end || errno || k < 0 || k > 32)
-      bad("DEFERO_K", v, "an integer from 0 to 32 (K-class = 2^(32-K) bytes)");
+    if (!*v || *end || errno || k < DEFERO_K_MIN || k > DEFERO_K_MAX)
+      bad("DEFERO_K", v,
+          "an integer from " DEFERO_STR(DEFERO_K_MIN) " to " DEFERO_STR(DEFERO_K_MAX)
+          " (K-class = 2^(32-K) bytes)");
     c.k = static_cast<unsigned>(k);
   }
   if (const char *v = std::getenv("DEFERO_STATS")) {

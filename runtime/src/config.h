@@ -7,7 +7,7 @@ namespace defero {
 
 struct Config {
   Predicate policy = Predicate::Auto;
-  unsigned k = 20;
+  unsigned k = DEFERO_K_DEFAULT;
   bool stats_stderr = false;
   const char *stats_file = nullptr; // DEFERO_STATS_FILE
   int trace_fd = -1;                // DEFERO_TRACE, opened

@@ -171,12 +171,12 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
     os::write_all(2, msg, std::strlen(msg));
     return;
   }
-  if (k < 0 || k > 32) {
+  if (k < 0 || k > DEFERO_K_MAX) {
     std::snprintf(msg, sizeof msg,
                   "defero: __defero_container_policy: k=%d is not valid "
-                  "(accepted: 0 for the default, 1..32); container %p keeps "
+                  "(accepted: 0 for the default, 1..%d); container %p keeps "
                   "the default\n",
-                  k, c);
+                  k, DEFERO_K_MAX, c);
     os::write_all(2, msg, std::strlen(msg));
     return;
   }

@@ -12,13 +12,19 @@
 
 #include <cstdint>
 
+#include "defero/abi.h"
 #include "defero/pages/local_heap.h"
 #include "defero/pages/page_arena.h"
 
 namespace defero {
 
-/// The hint ABI's kinds (DESIGN.md; defero.h's __defero_new_hinted).
-enum : std::uint8_t { kHintNone, kHintNeighbor, kHintTree, kHintContainer };
+/// The hint ABI's kinds (defero/abi.h).
+enum : std::uint8_t {
+  kHintNone = DEFERO_HINT_NONE,
+  kHintNeighbor = DEFERO_HINT_NEIGHBOR,
+  kHintTree = DEFERO_HINT_TREE,
+  kHintContainer = DEFERO_HINT_CONTAINER,
+};
 
 using pages::PageArena;
 using pages::PendingHint;

@@ -10,7 +10,8 @@ bits/c++config.h) into DIR, then checks, each time on a fresh copy:
   - an anchor removed from bits/stl_tree.h: exit 1, one line naming the
     header, the anchor and the release, and nothing written;
   - _GLIBCXX_RELEASE 99: one line naming the release and the supported ones;
-  - a header missing; a compiler that does not exist.
+  - a header missing; a compiler that does not exist;
+  - an abi.h (--abi-header) without a hint's name, or none at all.
 With --cmake, also configures the project with DEFERO_STL_PATCH_SOURCE_DIR
 pointing at the altered copy and checks that building the stl-patch target
 fails with the same line. Exit 1 with one line on the first failed check.
@@ -123,6 +124,18 @@ def main():
                    r"\(next to .*\)", "missing header", out)
     expect_refusal(gen(a, "--cxx", "/nonexistent/g++", "--out", out),
                    r"stl-patch: compiler not found: /nonexistent/g\+\+", "no compiler", out)
+
+    # The hint ABI's names: an abi.h that lacks one, and one that is not there.
+    abi = os.path.join(a.workdir, "abi.h")
+    with open(abi, "w") as f:
+        f.write('#define DEFERO_FN_HINT_NEIGHBOR "__defero_hint_neighbor"\n'
+                '#define DEFERO_FN_HINT_CONTAINER "__defero_hint_container"\n')
+    expect_refusal(gen(a, "--cxx", a.cxx, "--abi-header", abi, "--out", out),
+                   r"stl-patch: .*/abi\.h: no #define of DEFERO_FN_HINT_TREE \(the hint ABI's "
+                   r"names\)", "abi.h without the tree hint", out)
+    expect_refusal(gen(a, "--cxx", a.cxx, "--abi-header", abi + ".missing", "--out", out),
+                   r"stl-patch: .*/abi\.h\.missing: cannot read the hint ABI's names: "
+                   r"No such file or directory", "no abi.h", out)
 
     if a.cmake:
         build = os.path.join(a.workdir, "build")

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "defero/abi.h"
+
 /* Exported from libdefero.so, which hides everything else. */
 #define DEFERO_API __attribute__((visibility("default")))
 

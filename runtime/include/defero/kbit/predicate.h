@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "defero/abi.h"
+
 namespace defero {
 
 enum class Predicate : std::uint8_t {
@@ -14,20 +16,19 @@ enum class Predicate : std::uint8_t {
   Auto,  ///< choose per container from what it tells the runtime
 };
 
-inline constexpr const char *kPredicateNames =
-    "first, best (alias match), path, auto";
+inline constexpr const char *kPredicateNames = DEFERO_PREDICATES_ACCEPTED;
 
 /// Parses a predicate name; false if `name` is none of kPredicateNames.
 inline bool parsePredicate(const char *name, Predicate &out) {
   if (!name)
     return false;
-  if (!std::strcmp(name, "first"))
+  if (!std::strcmp(name, DEFERO_PREDICATE_FIRST))
     out = Predicate::First;
-  else if (!std::strcmp(name, "best") || !std::strcmp(name, "match"))
+  else if (!std::strcmp(name, DEFERO_PREDICATE_BEST) || !std::strcmp(name, DEFERO_PREDICATE_MATCH))
     out = Predicate::Best;
-  else if (!std::strcmp(name, "path"))
+  else if (!std::strcmp(name, DEFERO_PREDICATE_PATH))
     out = Predicate::Path;
-  else if (!std::strcmp(name, "auto"))
+  else if (!std::strcmp(name, DEFERO_PREDICATE_AUTO))
     out = Predicate::Auto;
   else
     return false;
@@ -37,13 +38,13 @@ inline bool parsePredicate(const char *name, Predicate &out) {
 inline const char *predicateName(Predicate p) {
   switch (p) {
   case Predicate::First:
-    return "first";
+    return DEFERO_PREDICATE_FIRST;
   case Predicate::Best:
-    return "best";
+    return DEFERO_PREDICATE_BEST;
   case Predicate::Path:
-    return "path";
+    return DEFERO_PREDICATE_PATH;
   case Predicate::Auto:
-    return "auto";
+    return DEFERO_PREDICATE_AUTO;
   }
   return "?";
 }
