@@ -74,6 +74,7 @@ void ProcessHeap::threadExit(void *value) {
   ProcessHeap &self = processHeap();
   if (tls_heap != h)
     return;
+  h->flushOutbox(); // the blocks it freed for other heaps go home now
   h->publishLive();
   h->hint = PendingHint{};
   tls_heap = nullptr;
@@ -210,8 +211,10 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
     checkCanary(p, pg->slot_bytes, call);
     if (pg->owner == h)
       h->freeLocal(pg, i, call);
+    else if (h) // (a double free is reported when the owner collects it)
+      h->freeToOther(pg->owner, p);
     else
-      pg->owner->freeRemote(p); // (a double free is reported when collected)
+      pg->owner->freeRemote(p);
     if (h)
       h->count.frees[pg->cls].add(1);
     else
@@ -343,6 +346,14 @@ __attribute__((noinline)) void *mallocSlowEntry(std::size_t sz) {
   return processHeap().mallocSlow(sz, nullptr);
 }
 } // namespace
+
+void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
+  if (void *p = h->mallocSlow(cls)) {
+    finishSmall(h, p, cls);
+    return p;
+  }
+  return mallocFull(sz); // the small-object window is full
+}
 
 // The hinted fast path calls nothing, so this needs no stack frame.
 void *mallocFull(std::size_t sz) {

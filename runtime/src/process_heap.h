@@ -96,16 +96,22 @@ DEFERO_ALWAYS_INLINE void finishSmall(LocalHeap *h, void *p, unsigned cls) {
   h->count.allocs[cls].add(1);
 }
 
+/// malloc's path when the word cache of class cls is empty and nothing else
+/// is pending (tls_fast is h): the heap refills it (LocalHeap::mallocSlow),
+/// else the full path.
+__attribute__((noinline)) void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz);
+
 /// malloc's fast path: a request of up to kMaxFast bytes from the word
-/// cache of the calling thread's heap; on a miss, `miss(sz)` (a tail call,
-/// so a hit needs no null test).
+/// cache of the calling thread's heap, refilled straight from its spans
+/// when empty; anything else goes to `miss(sz)`. Every call is a tail
+/// call, so a hit needs no stack frame and no null test.
 template <class Miss> DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss) {
   LocalHeap *h = tls_fast;
   if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
     return miss(sz);
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
   if (__builtin_expect(!h->hasCached(cls), 0))
-    return miss(sz);
+    return mallocRefill(h, cls, sz);
   void *p = h->takeCached(cls);
   finishSmall(h, p, cls);
   return p;

@@ -166,6 +166,8 @@ public:
   /// collecting remote frees; a full span gives way to the next Current)
   /// and takes a slot.
   __attribute__((noinline)) void *mallocSlow(unsigned cls) {
+    if (outbox_count_)
+      flushOutbox();
     collectRemote();
     if (hasCached(cls)) // a remote free came back into the cached word
       return takeCached(cls);
@@ -233,12 +235,43 @@ public:
   }
 
   /// Another thread's free of a block of one of this heap's spans.
-  void freeRemote(void *p) {
-    void *head = remote_.load(std::memory_order_relaxed);
+  void freeRemote(void *p) { receive(p, p); }
+
+  /// Hands a chain of blocks this heap owns (linked through their first
+  /// words, head to tail) back to it: one CAS.
+  void receive(void *head, void *tail) {
+    void *old = remote_.load(std::memory_order_relaxed);
     do
-      *static_cast<void **>(p) = head;
-    while (!remote_.compare_exchange_weak(head, p, std::memory_order_release,
+      *static_cast<void **>(tail) = old;
+    while (!remote_.compare_exchange_weak(old, head, std::memory_order_release,
                                           std::memory_order_relaxed));
+  }
+
+  /// This thread frees p, a block of `owner`'s (another heap's): p joins
+  /// the batch for that heap in the outbox, which goes over with one CAS
+  /// when it holds kOutboxBatch blocks, when another heap needs its place,
+  /// and at every refill and thread exit (snmalloc's remote cache). So a
+  /// thread freeing others' blocks pays one CAS per batch, not per block,
+  /// and keeps at most kOutboxSlots * (kOutboxBatch - 1) blocks back.
+  void freeToOther(LocalHeap *owner, void *p) {
+    Outbox &o = outbox_[(reinterpret_cast<std::uintptr_t>(owner) >> 6) % kOutboxSlots];
+    if (o.owner != owner) {
+      send(o);
+      o.owner = owner;
+    }
+    *static_cast<void **>(p) = o.head;
+    o.head = p;
+    if (!o.tail)
+      o.tail = p;
+    ++outbox_count_;
+    if (++o.count >= kOutboxBatch)
+      send(o);
+  }
+
+  /// Sends every batch of the outbox (the owner, any time).
+  void flushOutbox() {
+    for (Outbox &o : outbox_)
+      send(o);
   }
 
   /// Frees every block other threads handed back (the owner, any time).
@@ -549,6 +582,25 @@ private:
     return hi < rp->slots ? hi : rp->slots;
   }
 
+  /// Blocks of one other heap this thread freed, not yet sent.
+  struct Outbox {
+    LocalHeap *owner = nullptr;
+    void *head = nullptr, *tail = nullptr;
+    unsigned count = 0;
+  };
+  static constexpr unsigned kOutboxSlots = 8, kOutboxBatch = 32;
+
+  void send(Outbox &o) {
+    if (o.count) {
+      o.owner->receive(o.head, o.tail);
+      outbox_count_ -= o.count;
+      o.head = o.tail = nullptr;
+      o.count = 0;
+    }
+  }
+
+  Outbox outbox_[kOutboxSlots];
+  unsigned outbox_count_ = 0; ///< blocks in the outbox, not yet sent
   LiveTotals *totals_;
   // The part of smallLiveBytes() in totals_ (written by the owner only).
   std::atomic<std::int64_t> live_published_{0};

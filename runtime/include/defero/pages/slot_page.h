@@ -51,20 +51,22 @@ enum class SpanState : std::uint8_t {
 };
 
 struct alignas(64) SlotPage {
-  // --- first line: everything malloc and free read ---
-  std::uint64_t summary = 0;   ///< bit w: free[w] != 0
+  // --- first line: what every free reads, fixed once carved (so another
+  // thread's free reads it without pulling the owner's writes over) ---
   std::uintptr_t start = 0;    ///< address of slot 0
   std::uint64_t reciprocal = 0; ///< slot of an offset: (off * reciprocal) >> 48
   LocalHeap *owner = nullptr;  ///< the heap that carved it (never changes)
   std::uint32_t slot_bytes = 0;
   std::uint16_t slots = 0;     ///< slots in the span (<= kMaxSlots)
-  std::uint16_t used = 0;      ///< slots handed out (owner only)
   std::uint8_t cls = 0;        ///< size class
+  // --- second line: the owner's (written by its malloc and free) ---
+  alignas(64) std::uint64_t summary = 0; ///< bit w: free[w] != 0
+  std::uint16_t used = 0;      ///< slots handed out (owner only)
   SpanState state = SpanState::Full;
-  std::uint16_t run_cursor = 0; ///< Run spans: first slot not yet cut
   /// The word whose free slots the owner's word cache holds (kNoWord:
   /// none); its bits read 0 here, and frees into it go to the cache.
   std::uint8_t cached_word = kNoWord;
+  std::uint16_t run_cursor = 0; ///< Run spans: first slot not yet cut
   SlotPage *next = nullptr;    ///< owner's Avail list
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
@@ -285,7 +287,8 @@ struct alignas(64) SlotPage {
   }
 };
 
-static_assert(offsetof(SlotPage, free) == 64, "the hot fields fill one line");
-static_assert(sizeof(SlotPage) == 64 + kMaxWords * 8 + 64);
+static_assert(offsetof(SlotPage, summary) == 64, "the fixed fields fill one line");
+static_assert(offsetof(SlotPage, free) == 128, "the owner's fields fill one line");
+static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8 + 64);
 
 } // namespace defero::pages
