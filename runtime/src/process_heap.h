@@ -112,7 +112,10 @@ template <class Miss> DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Mi
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
   if (__builtin_expect(!h->hasCached(cls), 0))
     return mallocRefill(h, cls, sz);
-  void *p = h->takeCached(cls);
+  bool twice;
+  void *p = h->takeCached(cls, twice);
+  if (__builtin_expect(twice, 0))
+    return LocalHeap::freedTwice(p);
   finishSmall(h, p, cls);
   return p;
 }

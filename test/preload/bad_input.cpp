@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
     std::free(p);
   } else if (c == "double-free-reclaimed") {
     // The second free comes after the heap took the freed slots' word back
-    // for unhinted mallocs (its word cache): still a double free.
+    // for unhinted mallocs (its word cache): reported when that slot comes
+    // up for reuse, before it can be handed out twice.
     static void *blocks[1000];
     for (auto &b : blocks)
       b = std::malloc(48);
@@ -55,6 +56,9 @@ int main(int argc, char **argv) {
     for (int n = 0; n < 1000 && got != blocks[499]; ++n)
       got = std::malloc(48);
     std::free(p);
+    for (int n = 0; n < 1000; ++n)
+      if (std::malloc(48) == p)
+        break; // handed out twice: reaching the end is the failure
   } else if (c == "double-delete") {
     int *volatile p = new int(5);
     delete p;

@@ -124,20 +124,26 @@ public:
   /// the Current span, claimed whole, so that an unhinted malloc is a
   /// tzcnt, a multiply and an add (mimalloc's page-local free list, as a
   /// bitmap word). The claimed slots read as taken in the span's bitmap
-  /// and count in its `used`; the span's `cached_word` names the word, so
-  /// a free into it goes back to the cache (and is checked against it).
+  /// and count in its `used`; the span's `cached_word` names the word (the
+  /// placement searches give it back first, uncache). A free never looks
+  /// at the cache: it sets its bit in the bitmap as always, so a slot that
+  /// is still in the cache and is freed (a double free of a block freed
+  /// before the word was claimed) shows in the bitmap, and the cache
+  /// checks that bit when it hands the slot out.
   struct WordCache {
     std::uint64_t bits = 0;      ///< free slots still to hand out
     std::uintptr_t base = 0;     ///< address of the word's slot 0
     std::uint64_t slot_bytes = 0;
+    const std::uint64_t *word = &kNoWordBits; ///< the span's bitmap word
     SlotPage *page = nullptr;    ///< the span the word belongs to
   };
 
   /// Whether slot i of pg, a span this heap owns, is free (in its bitmap or
   /// in the word cache).
   bool isFree(const SlotPage *pg, unsigned i) const {
-    if (i / kWordBits == pg->cached_word)
-      return (words_[pg->cls].bits >> (i % kWordBits)) & 1;
+    const WordCache &c = words_[pg->cls];
+    if (c.word == &pg->free[i / kWordBits] && ((c.bits >> (i % kWordBits)) & 1))
+      return true;
     return pg->isFree(i);
   }
 
@@ -145,20 +151,39 @@ public:
   __attribute__((always_inline)) bool hasCached(unsigned cls) const {
     return words_[cls].bits != 0;
   }
-  /// The lowest cached slot of class cls, taken (hasCached(cls) must hold).
-  __attribute__((always_inline)) void *takeCached(unsigned cls) {
+  /// The lowest cached slot of class cls, taken (hasCached(cls) must
+  /// hold); `twice` is set when the program freed that slot while it sat
+  /// in the cache (then the block must not be handed out: freedTwice).
+  __attribute__((always_inline)) void *takeCached(unsigned cls, bool &twice) {
     WordCache &c = words_[cls];
     const std::uint64_t b = c.bits;
-    c.bits = b & (b - 1);
+    const std::uint64_t low = b & (0 - b);
+    c.bits = b ^ low;
+    twice = (*c.word & low) != 0;
     const auto slot = static_cast<std::uint64_t>(__builtin_ctzll(b));
     return reinterpret_cast<void *>(c.base + slot * c.slot_bytes);
+  }
+  /// takeCached, reporting a slot freed while cached (the slow paths).
+  void *takeCachedChecked(unsigned cls) {
+    bool twice;
+    void *p = takeCached(cls, twice);
+    if (__builtin_expect(twice, 0))
+      freedTwice(p);
+    return p;
+  }
+  /// Reports p, a cached slot the program freed: a block freed twice (the
+  /// second free came after its word was claimed for reuse).
+  [[noreturn]] __attribute__((noinline, cold)) static void *freedTwice(void *p) {
+    os::fatal_pointer("free", p,
+                      "double free (block is already free; found when its slot "
+                      "came up for reuse)");
   }
 
   /// A slot of class cls, refilling the cache (and the Current span) if
   /// needed; nullptr when the window is exhausted.
   void *malloc(unsigned cls) {
     if (hasCached(cls))
-      return takeCached(cls);
+      return takeCachedChecked(cls);
     return mallocSlow(cls);
   }
 
@@ -169,8 +194,6 @@ public:
     if (outbox_count_)
       flushOutbox();
     collectRemote();
-    if (hasCached(cls)) // a remote free came back into the cached word
-      return takeCached(cls);
     SlotPage *pg = cur_[cls];
     if (!pg->hasRoom()) {
       if (pg != &kNoRoom)
@@ -185,28 +208,23 @@ public:
     const unsigned w = pg->takeLowestWord(c.bits);
     pg->cached_word = static_cast<std::uint8_t>(w);
     c.page = pg;
+    c.word = &pg->free[w];
     c.slot_bytes = pg->slot_bytes;
     c.base = pg->start + std::uintptr_t{w} * kWordBits * pg->slot_bytes;
-    return takeCached(cls);
+    return takeCachedChecked(cls); // (the word was just cleared: no double free)
   }
 
   /// Frees slot i of pg, a span this heap owns, with every call a tail
   /// call (so the inline free needs no stack frame): `done()` when freed,
   /// `refilled(pg, w)` when word w had no free slot before (the summary
   /// must learn it, noteRoom), `already()` when slot i is free already (a
-  /// double free; nothing changed).
+  /// double free; nothing changed). The bitmap only, even for the cached
+  /// word (see WordCache): no branch on where the slot is.
   template <class Done, class Refilled, class Already>
   __attribute__((always_inline)) auto freeOwned(SlotPage *pg, unsigned i, Done done,
                                                 Refilled refilled, Already already) {
     const unsigned w = i / kWordBits;
     const std::uint64_t bit = std::uint64_t{1} << (i % kWordBits);
-    if (w == pg->cached_word) { // back into the word cache
-      WordCache &c = words_[pg->cls];
-      if (__builtin_expect(c.bits & bit, 0))
-        return already();
-      c.bits |= bit;
-      return done();
-    }
     const std::uint64_t f = pg->free[w];
     if (__builtin_expect(f & bit, 0))
       return already();
@@ -326,7 +344,11 @@ public:
     const unsigned w = pg->cached_word;
     pg->cached_word = kNoWord;
     c.page = nullptr;
+    c.word = &kNoWordBits;
     if (c.bits) {
+      if (pg->free[w] & c.bits) // freed while cached: a double free
+        freedTwice(pg->address(w * kWordBits + static_cast<unsigned>(
+                                                   __builtin_ctzll(pg->free[w] & c.bits))));
       pg->free[w] |= c.bits;
       pg->summary |= std::uint64_t{1} << w;
       pg->used = static_cast<std::uint16_t>(pg->used - __builtin_popcountll(c.bits));
@@ -476,6 +498,8 @@ private:
   /// A span that never has room: Current of a class before its first
   /// malloc, so the fast path needs no null test.
   static constexpr SlotPage kNoRoom{};
+  /// The bitmap word of an empty word cache (nothing is ever freed there).
+  static constexpr std::uint64_t kNoWordBits = 0;
 
   /// Whether span a should become Current before span b: one with a
   /// quarter of its slots free or more before one with less (a span with
