@@ -50,27 +50,11 @@ void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
 }
 
 void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth) {
+  // Under runtime v2 the path bits do not steer placement (defero.h): an
+  // unhinted block, as defero_alloc_near gives without an anchor.
   (void)bits;
   (void)depth;
-  LocalHeap *h = heap();
-  if (!h) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  takeHint(h);
-  if constexpr (kRealtimeBuild) {
-    if (realtime())
-      return realtimeMalloc(h, sz, PendingHint{});
-  }
-  if (sz > kMaxSmall)
-    return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
-  void *p = h->malloc(cls);
-  if (!p)
-    return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  finishSmall(h, p, cls);
-  traceMalloc(p, sz);
-  return p;
+  return allocNear(sz, nullptr);
 }
 
 // --- hints ------------------------------------------------------------------
