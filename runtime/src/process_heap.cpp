@@ -212,9 +212,9 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
     if (pg->owner == h)
       h->freeLocal(pg, i, call);
     else if (h) // (a double free is reported when the owner collects it)
-      h->freeToOther(pg->owner, p);
+      h->freeToOther(static_cast<LocalHeap *>(pg->owner), p);
     else
-      pg->owner->freeRemote(p);
+      static_cast<LocalHeap *>(pg->owner)->freeRemote(p);
     if (h)
       h->count.frees[pg->cls].add(1);
     else

@@ -88,7 +88,7 @@ public:
   /// Carves a fresh span for size class cls owned by `owner`: every slot
   /// free, the page map pointing at its header. nullptr when the window or
   /// the metadata is exhausted.
-  SlotPage *carve(unsigned cls, LocalHeap *owner) {
+  SlotPage *carve(unsigned cls, SpanHeap *owner) {
     std::lock_guard<SpinLock> guard(carve_lock_);
     const std::size_t bytes = kbit::spanBytesFor(kbit::kClassBytes[cls], kPageBytes);
     void *hdr = meta_.get(sizeof(SlotPage), alignof(SlotPage));

@@ -40,7 +40,7 @@ inline constexpr unsigned kMaxSlots = kWordBits * kMaxWords;
 inline constexpr unsigned kNoSlot = ~0u;
 inline constexpr std::uint8_t kNoWord = 0xFF;
 
-class LocalHeap;
+class SpanHeap;
 
 /// Where a span is in its owner's bookkeeping.
 enum class SpanState : std::uint8_t {
@@ -55,7 +55,7 @@ struct alignas(64) SlotPage {
   // thread's free reads it without pulling the owner's writes over) ---
   std::uintptr_t start = 0;    ///< address of slot 0
   std::uint64_t reciprocal = 0; ///< slot of an offset: (off * reciprocal) >> 48
-  LocalHeap *owner = nullptr;  ///< the heap that carved it (never changes)
+  SpanHeap *owner = nullptr;   ///< the heap that carved it (never changes)
   std::uint32_t slot_bytes = 0;
   std::uint16_t slots = 0;     ///< slots in the span (<= kMaxSlots)
   std::uint8_t cls = 0;        ///< size class

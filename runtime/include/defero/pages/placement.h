@@ -1,0 +1,184 @@
+// placement.h - PlacementLayer: the K-Bit placement on top of a thread's
+// small-object heap (layers.h). A hinted node goes beside its anchor (a
+// free slot within a line or two, one side first), else into a run of its
+// container: contiguous slots cut from a run span, filled in address order
+// (growing down for nodes linked before their neighbour), two cache lines
+// first and doubling up to a K-class, never across one (ccmalloc's
+// "new-block", the Defero paper's K-classes). What a thread knows of the
+// containers it inserts into is a ContainerTable.
+//
+// Costs: beside an anchor, the anchor's span (page map), its slot (a
+// multiply), a masked tzcnt or lzcnt in one or two words; a run, a masked
+// tzcnt per word of the run.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "defero/kbit/size_classes.h"
+#include "defero/pages/container_table.h"
+#include "defero/pages/layers.h"
+#include "defero/pages/page_arena.h"
+
+namespace defero::pages {
+
+template <SlotSource Super> class PlacementLayer : public Super {
+public:
+  using Super::Super;
+  using Super::kClasses;
+  /// A container's first run; each next one doubles, up to a K-class.
+  static constexpr std::size_t kFirstRunBytes = 128;
+
+  /// Slot of p in pg (p must be a slot start of pg).
+  static unsigned slotOf(const SlotPage *pg, const void *p) {
+    return static_cast<unsigned>(
+        ((reinterpret_cast<std::uintptr_t>(p) - pg->start) * pg->reciprocal) >> 48);
+  }
+
+  /// Slots within one or two cache lines of a slot: ceil(128 / size).
+  static constexpr auto kLineReach = [] {
+    std::array<std::uint8_t, kClasses> r{};
+    for (unsigned c = 0; c < kClasses; ++c)
+      r[c] = static_cast<std::uint8_t>((128u + kbit::kClassBytes[c] - 1) / kbit::kClassBytes[c]);
+    return r;
+  }();
+  static unsigned lineReach(unsigned cls) { return kLineReach[cls]; }
+
+  /// The span of this heap and class cls holding `anchor`, or nullptr.
+  /// Its cached word, if it has one, goes back to its bitmap first, so the
+  /// placement searches see every free slot beside the anchor.
+  SlotPage *mySpan(const void *anchor, unsigned cls) {
+    SlotPage *pg = anchor ? PageArena::get().spanOf(anchor) : nullptr;
+    if (!pg || pg->owner != this || pg->cls != cls)
+      return nullptr;
+    if (pg->cached_word != kNoWord)
+      this->uncache(cls);
+    return pg;
+  }
+
+  /// A free slot within `reach` slots of anchor's slot in pg: on the side
+  /// `up_first` names if there is one there, else on the other; nullptr if
+  /// none. (Not the nearest: a list or an in-order walk goes one way.)
+  void *takeBeside(SlotPage *pg, const void *anchor, unsigned reach, bool up_first) {
+    const unsigned i = slotOf(pg, anchor);
+    unsigned j = up_first ? pg->findUp(i, reach) : pg->findDown(i, reach);
+    if (j == kNoSlot)
+      j = up_first ? pg->findDown(i, reach) : pg->findUp(i, reach);
+    if (j == kNoSlot)
+      return nullptr;
+    pg->take(j);
+    return pg->address(j);
+  }
+
+  /// The free slot of pg nearest anchor's (anywhere in the span); nullptr if
+  /// pg is full.
+  void *takeNearest(SlotPage *pg, const void *anchor, bool up_first) {
+    const unsigned j = pg->findNearest(slotOf(pg, anchor), up_first);
+    if (j == kNoSlot)
+      return nullptr;
+    pg->take(j);
+    return pg->address(j);
+  }
+
+  /// The next slot of c's run that grows `down` (or up), `stride` slots on
+  /// from the last, opening a run if it has none or it is used up:
+  /// contiguous memory in address order.
+  void *takeRun(ContainerSlot &c, unsigned cls, bool down, unsigned stride = 1) {
+    Run &r = down ? c.down : c.up;
+    if (r.span && r.span->cls == cls) {
+      const unsigned j = down ? r.span->findInRangeDown(r.lo, r.next)
+                              : r.span->findInRange(r.next, r.hi);
+      if (j != kNoSlot)
+        return takeFromRun(r, j, down, stride);
+    }
+    SlotPage *rp = run_[cls];
+    if (!rp || rp->run_cursor >= rp->slots) {
+      if (rp)
+        retireRun(rp);
+      rp = this->takeMostlyFree(cls);
+      if (!rp)
+        rp = PageArena::get().carve(cls, this);
+      if (!rp)
+        return nullptr;
+      rp->state = SpanState::Run;
+      rp->run_cursor = 0;
+      run_[cls] = rp;
+    }
+    const unsigned lo = rp->run_cursor, hi = runEnd(rp, lo, c.runs);
+    if (c.runs < 255)
+      ++c.runs;
+    rp->run_cursor = static_cast<std::uint16_t>(hi);
+    r = Run{rp, static_cast<std::uint16_t>(lo), static_cast<std::uint16_t>(hi),
+            static_cast<std::uint16_t>(down ? hi : lo)};
+    // Never handed out as a run, but a node placed beside its neighbour
+    // may have taken a slot of it: search.
+    const unsigned j = down ? rp->findInRangeDown(lo, hi) : rp->findInRange(lo, hi);
+    return j == kNoSlot ? nullptr : takeFromRun(r, j, down, stride);
+  }
+
+  /// This thread's record of container c; nullptr if the table cannot be
+  /// mapped.
+  ContainerSlot *container(const void *c) {
+    if (__builtin_expect(!containers_.ready(), 0)) {
+      void *m = PageArena::get().meta(ContainerTable::kBytes, 4096);
+      if (!m)
+        return nullptr;
+      containers_.attach(m);
+    }
+    return &containers_.find(c);
+  }
+
+  /// Forgets every container (the heap changes thread).
+  void forgetContainers() { containers_.forget(); }
+
+  unsigned k() const { return this->k_; }
+
+  /// Whether a and b (both in the window) lie in one K-class.
+  bool sameClass(const void *a, const void *b) const {
+    const std::uintptr_t x = reinterpret_cast<std::uintptr_t>(a),
+                         y = reinterpret_cast<std::uintptr_t>(b);
+    if (__builtin_expect(this->class_shift_ <= PageArena::kBaseAlignShift, 1))
+      return ((x ^ y) >> this->class_shift_) == 0; // the window starts on a class
+    const std::uintptr_t base = PageArena::get().base();
+    return ((x - base) >> this->class_shift_) == ((y - base) >> this->class_shift_);
+  }
+
+private:
+  void *takeFromRun(Run &r, unsigned j, bool down, unsigned stride) {
+    r.span->take(j);
+    // Up: the next search starts `stride` above j; down: it ends
+    // `stride - 1` below j (the slots between stay free for later
+    // neighbours).
+    r.next = static_cast<std::uint16_t>(down ? (j + 1 > stride ? j + 1 - stride : 0) : j + stride);
+    return r.span->address(j);
+  }
+
+  void retireRun(SlotPage *rp) {
+    if (rp->hasRoom())
+      this->pushAvail(rp);
+    else
+      rp->state = SpanState::Full;
+  }
+
+  /// End of a container's run that starts at slot lo when it is the
+  /// container's `runs`-th: kFirstRunBytes << runs bytes, at least one
+  /// slot, and never past the end of lo's K-class.
+  unsigned runEnd(const SlotPage *rp, unsigned lo, unsigned runs) const {
+    const std::uintptr_t base = PageArena::get().base();
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(rp->address(lo));
+    const std::uintptr_t class_end =
+        this->class_shift_ >= 40 ? ~std::uintptr_t{0}
+                           : ((((a - base) >> this->class_shift_) + 1) << this->class_shift_) + base;
+    const std::uintptr_t want = runs >= 24 ? ~std::uintptr_t{0} : a + (kFirstRunBytes << runs);
+    const std::uintptr_t end = want < class_end ? want : class_end;
+    unsigned hi = static_cast<unsigned>((end - rp->start + rp->slot_bytes - 1) / rp->slot_bytes);
+    if (hi <= lo)
+      hi = lo + 1;
+    return hi < rp->slots ? hi : rp->slots;
+  }
+
+  SlotPage *run_[kClasses] = {};
+  ContainerTable containers_;
+};
+
+} // namespace defero::pages

@@ -1,0 +1,272 @@
+// span_heap.h - SpanHeap: the bottom layer of a thread's small-object heap
+// (layers.h): per size class, the Current span and a list of Avail spans
+// with room; the owner's free of a slot into its span's bitmap; the owner
+// counters and the live bytes they publish.
+//
+// A span that fills leaves every list and comes back (Avail) when its owner
+// frees into it; the next Current is the lowest-addressed Avail span with a
+// quarter of its slots free (else the emptiest), else a fresh span.
+//
+// Costs: free by the owner, the bit set and `used` (the summary and the
+// lists only when the slot's word had no free slot); counters, one `add` to
+// memory each. Not thread-safe: only the owner calls it (the counters may
+// be read by anyone).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "defero/kbit/size_classes.h"
+#include "defero/pages/page_arena.h"
+#include "defero/pages/slot_page.h"
+#include "defero/platform/os.h"
+
+namespace defero::pages {
+
+/// A counter written only by its heap's owner: an add is one instruction
+/// with no lock prefix (a plain add to memory on x86-64: an aligned 8-byte
+/// store is atomic there, so a reader sees the old value or the new one);
+/// any thread may read it.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DEFERO_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define DEFERO_TSAN 1
+#endif
+
+class OwnerCounter {
+public:
+  void add(std::uint64_t n) {
+#if defined(__x86_64__) && !defined(DEFERO_TSAN)
+    asm("addq %1, %0" : "+m"(*reinterpret_cast<std::uint64_t *>(&v_)) : "er"(n));
+#else
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+#endif
+  }
+  std::uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+private:
+  std::atomic<std::uint64_t> v_{0};
+};
+
+/// The process's live bytes as the heaps publish them, and the peak. A heap
+/// publishes at each refill of a span (and when its thread exits, and when
+/// statistics are read), so the peak misses at most, per thread, the room
+/// its Current spans had at its last refill: one span (64 KiB) per size
+/// class in use.
+struct LiveTotals {
+  std::atomic<std::int64_t> live{0}, peak{0};
+  std::size_t canary = 0; ///< bytes of each slot that are not the block's
+
+  /// Adds delta (which may be negative) and raises the peak.
+  void add(std::int64_t delta) {
+    if (delta == 0)
+      return;
+    const std::int64_t now = live.fetch_add(delta, std::memory_order_relaxed) + delta;
+    raise(now);
+  }
+  void raise(std::int64_t now) {
+    std::int64_t p = peak.load(std::memory_order_relaxed);
+    while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed))
+      ;
+  }
+};
+
+class SpanHeap {
+public:
+  static constexpr unsigned kClasses = kbit::kNumClasses;
+  /// How many Avail spans the next Current (or a run span) is chosen among.
+  static constexpr unsigned kRunScan = 8;
+
+  SpanHeap(unsigned k, LiveTotals *totals) : totals_(totals), k_(k), class_shift_(32 - k) {
+    for (auto &c : cur_)
+      c = const_cast<SlotPage *>(&kNoRoom);
+  }
+  SpanHeap(const SpanHeap &) = delete;
+  SpanHeap &operator=(const SpanHeap &) = delete;
+
+  /// The Current span of class cls (kNoRoom before the class's first use).
+  SlotPage *current(unsigned cls) const { return cur_[cls]; }
+  /// Retires the Current span of class cls (it has no room) and makes the
+  /// next one Current; nullptr when the window is exhausted.
+  SlotPage *replaceCurrent(unsigned cls) {
+    SlotPage *pg = cur_[cls];
+    if (pg != &kNoRoom)
+      pg->state = SpanState::Full;
+    return nextCurrent(cls);
+  }
+
+  /// Frees slot i of pg, a span this heap owns, with every call a tail
+  /// call (so the inline free needs no stack frame): `done()` when freed,
+  /// `refilled(pg, w)` when word w had no free slot before (the summary
+  /// must learn it, noteRoom), `already()` when slot i is free already (a
+  /// double free; nothing changed). The bitmap only, even for the cached
+  /// word (see WordCache): no branch on where the slot is.
+  template <class Done, class Refilled, class Already>
+  __attribute__((always_inline)) auto freeOwned(SlotPage *pg, unsigned i, Done done,
+                                                Refilled refilled, Already already) {
+    const unsigned w = i / kWordBits;
+    const std::uint64_t bit = std::uint64_t{1} << (i % kWordBits);
+    const std::uint64_t f = pg->free[w];
+    if (__builtin_expect(f & bit, 0))
+      return already();
+    pg->free[w] = f | bit;
+    --pg->used;
+    if (__builtin_expect(f == 0, 0))
+      return refilled(pg, w);
+    return done();
+  }
+
+  /// Word w of pg, which had no free slot, has one now: sets its summary
+  /// bit, and puts a full span back on the Avail list.
+  __attribute__((noinline)) void noteRoom(SlotPage *pg, unsigned w) {
+    const std::uint64_t s = pg->summary;
+    pg->summary = s | (std::uint64_t{1} << w);
+    if (s == 0 && pg->state == SpanState::Full)
+      pushAvail(pg);
+  }
+
+  /// Frees slot i of pg, a span this heap owns. `call` names the API entry
+  /// in the one-line report of a double free.
+  void freeLocal(SlotPage *pg, unsigned i, const char *call) {
+    freeOwned(
+        pg, i, [] {}, [this](SlotPage *q, unsigned w) { noteRoom(q, w); },
+        [&] { os::fatal_pointer(call, pg->address(i), "double free (block is already free)"); });
+  }
+
+  unsigned k() const { return k_; }
+
+  // --- counters ---------------------------------------------------------------
+
+  /// Per size class, the blocks this heap's thread took and gave back
+  /// (whichever heap owned them): an owner counter each, so live bytes
+  /// cost no shared write on the fast path.
+  struct Counters {
+    OwnerCounter allocs[kClasses], frees[kClasses];
+    OwnerCounter large_allocs, large_frees;
+    OwnerCounter hints[3], hinted_allocs, hint_same_class, policy_allocs;
+  } count;
+  /// Live bytes of small blocks by this heap's counts (allocated by its
+  /// thread minus freed by it; may be negative when the thread frees blocks
+  /// others allocated). Any thread may call it; O(classes).
+  std::int64_t smallLiveBytes(std::size_t canary) const {
+    std::int64_t live = 0;
+    for (unsigned c = 0; c < kClasses; ++c)
+      live += static_cast<std::int64_t>(count.allocs[c].get() - count.frees[c].get()) *
+              static_cast<std::int64_t>(kbit::kClassBytes[c] - canary);
+    return live;
+  }
+  /// Small allocations and frees counted by this heap.
+  std::uint64_t smallAllocs() const {
+    std::uint64_t n = 0;
+    for (const auto &c : count.allocs)
+      n += c.get();
+    return n;
+  }
+  std::uint64_t smallFrees() const {
+    std::uint64_t n = 0;
+    for (const auto &c : count.frees)
+      n += c.get();
+    return n;
+  }
+  /// Adds this heap's change of live bytes since its last call to the
+  /// process total (the owner, or anyone while the heap has no thread).
+  std::int64_t livePublished() const { return live_published_.load(std::memory_order_relaxed); }
+  void publishLive() {
+    const std::int64_t now = smallLiveBytes(totals_->canary);
+    totals_->add(now - live_published_.load(std::memory_order_relaxed));
+    live_published_.store(now, std::memory_order_relaxed);
+  }
+
+
+  /// Whether span a should become Current before span b: one with a
+  /// quarter of its slots free or more before one with less (a span with
+  /// little room would be full again at once), then the lower address (so
+  /// unhinted blocks fill memory in address order, jemalloc's
+  /// lowest-slab-first, and consecutive ones lie close); among spans with
+  /// little room, the emptier.
+  static bool better(const SlotPage *a, const SlotPage *b) {
+    const bool roomy_a = a->used * 4u <= a->slots * 3u, roomy_b = b->used * 4u <= b->slots * 3u;
+    if (roomy_a != roomy_b)
+      return roomy_a;
+    return roomy_a ? a->start < b->start : a->used < b->used;
+  }
+
+  /// The next Current span of class cls: the best (see better()) of the
+  /// first kRunScan Avail spans with room, else a fresh span.
+  SlotPage *nextCurrent(unsigned cls) {
+    SlotPage **best_link = nullptr;
+    SlotPage **link = &avail_[cls];
+    for (unsigned n = 0; *link && n < kRunScan;) {
+      SlotPage *q = *link;
+      if (!q->hasRoom()) { // filled by hinted takes while listed
+        q->state = SpanState::Full;
+        *link = q->next;
+        q->next = nullptr;
+        continue;
+      }
+      if (!best_link || better(q, *best_link))
+        best_link = link;
+      link = &q->next;
+      ++n;
+    }
+    SlotPage *pg = nullptr;
+    if (best_link) {
+      pg = *best_link;
+      *best_link = pg->next;
+      pg->next = nullptr;
+    }
+    if (!pg) {
+      pg = PageArena::get().carve(cls, this);
+      if (!pg)
+        return nullptr;
+    }
+    pg->state = SpanState::Current;
+    cur_[cls] = pg;
+    publishLive();
+    return pg;
+  }
+
+  __attribute__((noinline)) void pushAvail(SlotPage *pg) {
+    pg->state = SpanState::Avail;
+    pg->next = avail_[pg->cls];
+    avail_[pg->cls] = pg;
+  }
+
+  /// The emptiest of the first kRunScan Avail spans of class cls, taken
+  /// off the list, if at most a quarter of it is in use (a run cut from it
+  /// skips its live slots); else nullptr. Runs reuse memory that containers
+  /// gave back (a queue's popped front) instead of always growing the heap.
+  SlotPage *takeMostlyFree(unsigned cls) {
+    SlotPage **best_link = nullptr;
+    SlotPage **link = &avail_[cls];
+    for (unsigned n = 0; *link && n < kRunScan; ++n, link = &(*link)->next)
+      if (!best_link || (*link)->used < (*best_link)->used)
+        best_link = link;
+    if (!best_link || (*best_link)->used * 4u > (*best_link)->slots)
+      return nullptr;
+    SlotPage *pg = *best_link;
+    *best_link = pg->next;
+    pg->next = nullptr;
+    return pg;
+  }
+
+protected:
+  /// A span that never has room: Current of a class before its first
+  /// malloc, so the fast path needs no null test.
+  static constexpr SlotPage kNoRoom{};
+
+  LiveTotals *totals_;
+  // The part of smallLiveBytes() in totals_ (written by the owner only).
+  std::atomic<std::int64_t> live_published_{0};
+  SlotPage *cur_[kClasses];
+  SlotPage *avail_[kClasses] = {};
+  unsigned k_;
+  unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
+};
+
+} // namespace defero::pages
