@@ -24,12 +24,9 @@ constexpr unsigned kTreeRunStride = 2;
 } // namespace
 
 void *ProcessHeap::allocNear(std::size_t sz, const void *hint) {
-  LocalHeap *h = heap();
-  if (!h) {
-    errno = ENOMEM;
+  LocalHeap *h = heapDroppingHint();
+  if (!h)
     return nullptr;
-  }
-  takeHint(h);
   if constexpr (kRealtimeBuild) {
     if (realtime()) // the buddy policy has no placement to steer
       return realtimeMalloc(h, sz, PendingHint{});

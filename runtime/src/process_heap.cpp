@@ -135,12 +135,9 @@ void ProcessHeap::noteFootprint() {
 void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
   if (align <= kMinAlignment)
     return malloc(sz);
-  LocalHeap *h = heap();
-  if (!h) {
-    errno = ENOMEM;
+  LocalHeap *h = heapDroppingHint();
+  if (!h)
     return nullptr;
-  }
-  takeHint(h);
   if constexpr (kRealtimeBuild) {
     if (realtime()) {
       void *p = rt_->mallocAligned(sz, align);

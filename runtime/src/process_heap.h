@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -306,6 +307,18 @@ public:
   LocalHeap *heap() {
     LocalHeap *h = tls_heap;
     return h ? h : attachHeap();
+  }
+
+  /// The calling thread's heap, its pending hint dropped (a call that does
+  /// not place by it); nullptr, errno ENOMEM, if it cannot have one.
+  LocalHeap *heapDroppingHint() {
+    LocalHeap *h = heap();
+    if (__builtin_expect(!h, 0)) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    takeHint(h);
+    return h;
   }
 
   /// Consumes h's pending hint (one-shot, whatever happens next).
