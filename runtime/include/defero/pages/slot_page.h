@@ -3,9 +3,11 @@
 // OBS's Fast-Find).
 //
 // A span is a run of 64 KiB arena pages holding slots of one size class.
-// Its metadata lives out of line (never among user blocks): the hot fields
-// in the first cache line, then a bitmap with one bit per slot, 1 = free,
-// and a summary word whose bit w says "word w has a free slot". Slots per
+// Its metadata lives out of line (never among user blocks): the fields
+// fixed once carved in the first cache line (every free reads them, other
+// threads' too), the owner's in the second, then a bitmap with one bit per
+// slot, 1 = free, and a summary word whose bit w says "word w has a free
+// slot". Slots per
 // span are at most 4096 (64 KiB of 16-byte slots), so 64 words and one
 // summary word cover every class.
 //
@@ -70,8 +72,6 @@ struct alignas(64) SlotPage {
   SlotPage *next = nullptr;    ///< owner's Avail list
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
-  // --- cold ---
-  std::uint64_t *paths = nullptr; ///< recorded tree-path values, per slot
 
   /// Marks every slot free (a fresh span).
   void initFree() {
@@ -289,6 +289,6 @@ struct alignas(64) SlotPage {
 
 static_assert(offsetof(SlotPage, summary) == 64, "the fixed fields fill one line");
 static_assert(offsetof(SlotPage, free) == 128, "the owner's fields fill one line");
-static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8 + 64);
+static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8);
 
 } // namespace defero::pages
