@@ -1,6 +1,7 @@
-"""allocators.py - what pair_cost.py and workloads.py share: the
---allocator NAME=LIBRARY arguments and the environment a run under one of
-them gets."""
+"""allocators.py - what pair_cost.py and workloads.py share: their common
+options (--program, --allocator NAME=LIBRARY, --json), the allocators'
+parsing and the environment a run under one of them gets."""
+import argparse
 import os
 import sys
 
@@ -8,6 +9,21 @@ import sys
 def fail(prog, msg):
     print(f"{prog}: {msg}", file=sys.stderr)
     sys.exit(1)
+
+
+def parser(prog, description):
+    """An argument parser with the options both scripts take."""
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument("--program", required=True)
+    ap.add_argument("--allocator", action="append", default=[])
+    ap.add_argument("--json")
+    return ap
+
+
+def check_program(prog, program):
+    """A --program that is not an executable is a one-line error."""
+    if not os.access(program, os.X_OK):
+        fail(prog, f"--program '{program}' is not an executable")
 
 
 def parse(prog, texts):

@@ -13,7 +13,6 @@ hint before every malloc, as std::list::push_back sends).
 The allocator named 'glibc' with LIB '-' is the system's (nothing preloaded).
 Prints a Markdown table; --json writes {name: {"plain": n, "hinted": n}}.
 """
-import argparse
 import json
 import os
 import re
@@ -51,15 +50,11 @@ def count(program, lib, rounds, size, mode):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("--program", required=True)
-    ap.add_argument("--allocator", action="append", default=[])
+    ap = allocators.parser(PROG, __doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--size", type=int, default=32)
-    ap.add_argument("--json")
     a = ap.parse_args()
-    if not os.access(a.program, os.X_OK):
-        fail(f"--program '{a.program}' is not an executable")
+    allocators.check_program(PROG, a.program)
     if not 1 <= a.rounds <= 1000000:
         fail(f"--rounds '{a.rounds}' is not valid, accepted: 1..1000000")
     if not 16 <= a.size <= 1 << 20:

@@ -10,9 +10,7 @@ allocator's time over the best peer's.
 The allocator named 'glibc' with LIB '-' is the system's (nothing
 preloaded); every name but those starting with 'defero' is a peer.
 """
-import argparse
 import json
-import os
 import statistics
 import subprocess
 
@@ -37,15 +35,11 @@ def run(program, lib, mode, threads, ops):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("--program", required=True)
-    ap.add_argument("--allocator", action="append", default=[])
+    ap = allocators.parser(PROG, __doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=8000000)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--json")
     a = ap.parse_args()
-    if not os.access(a.program, os.X_OK):
-        fail(f"--program '{a.program}' is not an executable")
+    allocators.check_program(PROG, a.program)
     if not 1 <= a.reps <= 99:
         fail(f"--reps '{a.reps}' is not valid, accepted: 1..99")
     if not 16 <= a.ops <= 10**9:
