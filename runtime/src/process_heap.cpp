@@ -10,8 +10,20 @@
 
 namespace defero {
 
+namespace {
+// kNoFastHeap's storage: constructed at load time, never destroyed (a
+// thread may still call malloc after static destructors ran).
+union NoFastHeap {
+  NoFastHeap() : heap(20, nullptr) {} // (any K: it never places)
+  ~NoFastHeap() {}
+  LocalHeap heap;
+} no_fast_heap;
+} // namespace
+LocalHeap &kNoFastHeap = no_fast_heap.heap;
+
 constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec"))) = nullptr;
-constinit thread_local LocalHeap *tls_fast __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local LocalHeap *tls_fast
+    __attribute__((tls_model("initial-exec"))) = &no_fast_heap.heap;
 pages::LiveTotals g_live;
 std::atomic<bool> g_any_policy{false};
 
@@ -63,7 +75,7 @@ LocalHeap *ProcessHeap::attachHeap() {
   h->forgetContainers();
   h->recent_container = h->recent_node = nullptr;
   tls_heap = h;
-  tls_fast = h->divert ? nullptr : h;
+  tls_fast = h->divert ? &kNoFastHeap : h;
   exit_hook_.arm(h);
   return h;
 }
@@ -75,10 +87,11 @@ void ProcessHeap::threadExit(void *value) {
   if (tls_heap != h)
     return;
   h->flushOutbox(); // the blocks it freed for other heaps go home now
+  h->uncacheAll();  // its counts become exact
   h->publishLive();
   h->hint = PendingHint{};
   tls_heap = nullptr;
-  tls_fast = nullptr;
+  tls_fast = &kNoFastHeap;
   std::lock_guard<SpinLock> guard(self.heaps_lock_);
   h->next_orphan = self.orphans_;
   self.orphans_ = h;
@@ -345,6 +358,8 @@ __attribute__((noinline)) void *mallocSlowEntry(std::size_t sz) {
 } // namespace
 
 void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
+  if (h == &kNoFastHeap) // the thread's first call, a pending hint, ...
+    return mallocFull(sz);
   if (void *p = h->mallocSlow(cls)) {
     finishSmall(h, p, cls);
     return p;

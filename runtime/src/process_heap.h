@@ -65,10 +65,17 @@ inline constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
 /// the class).
 inline constexpr std::size_t kMaxFast = kbit::kSmallTableMax - kCanaryBytes;
 
-/// The calling thread's heap while its next call may take the fast path:
-/// null before the thread's first call, while a hint is pending, and in
-/// traced or real-time runs (everything then takes the full path).
+/// The calling thread's heap while its next call may take the fast path;
+/// else kNoFastHeap: before the thread's first call, while a hint is
+/// pending, and in traced or real-time runs (everything then takes the
+/// full path). Never null, so malloc's fast path needs no null test.
 extern constinit thread_local LocalHeap *tls_fast __attribute__((tls_model("initial-exec")));
+
+/// A heap that is never used: its word caches stay empty (so malloc's fast
+/// path misses to mallocRefill, which sends it to the full path) and no
+/// span names it its owner (so free's fast path misses). Zero before its
+/// constructor runs, which is all the fast path reads.
+extern LocalHeap &kNoFastHeap;
 
 /// The process's live bytes and their peak (see LiveTotals).
 extern pages::LiveTotals g_live;
@@ -89,12 +96,12 @@ inline void checkCanary(void *p, std::size_t slot, const char *call) {
   (void)p, (void)slot, (void)call;
 }
 
-/// Counts a small block of class cls just taken by h's owner.
+/// Arms the canary of a small block of class cls just taken by h's owner
+/// (the layer that took its slot counted it).
 DEFERO_ALWAYS_INLINE void finishSmall(LocalHeap *h, void *p, unsigned cls) {
   const std::size_t slot = kbit::kClassBytes[cls];
   armCanary(p, slot);
-  (void)slot;
-  h->count.allocs[cls].add(1);
+  (void)slot, (void)h;
 }
 
 /// malloc's path when the word cache of class cls is empty and nothing else
@@ -108,16 +115,22 @@ __attribute__((noinline)) void *mallocRefill(LocalHeap *h, unsigned cls, std::si
 /// call, so a hit needs no stack frame and no null test.
 template <class Miss> DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss) {
   LocalHeap *h = tls_fast;
-  if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
+  if (__builtin_expect(sz > kMaxFast, 0))
     return miss(sz);
-  const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
-  if (__builtin_expect(!h->hasCached(cls), 0))
-    return mallocRefill(h, cls, sz);
+  const std::size_t off = LocalHeap::kCacheOffset[(sz + kCanaryBytes + 15) / 16];
+  LocalHeap::WordCache *c = h->cacheAt(off);
+  // One register holds the cache (GCC would otherwise compute its address
+  // twice: two more instructions on every malloc).
+  asm("" : "+r"(c));
+  const std::uint64_t bits = c->bits;
+  if (__builtin_expect(bits == 0, 0))
+    return mallocRefill(h, LocalHeap::classAt(off), sz);
   bool twice;
-  void *p = h->takeCached(cls, twice);
+  void *p = LocalHeap::takeFrom(c, bits, twice);
   if (__builtin_expect(twice, 0))
     return LocalHeap::freedTwice(p);
-  finishSmall(h, p, cls);
+  if constexpr (kCanaryBytes != 0)
+    finishSmall(h, p, LocalHeap::classAt(off));
   return p;
 }
 
@@ -131,20 +144,19 @@ DEFERO_ALWAYS_INLINE void *mallocFast(std::size_t sz) {
 /// every call here is, so the inline free needs no stack frame).
 template <class Miss>
 DEFERO_ALWAYS_INLINE void freeFastOr(void *p, const char *call, Miss miss) {
-  SlotPage *pg = PageArena::get().spanOf(p);
-  LocalHeap *h = tls_fast;
-  if (__builtin_expect(pg == nullptr || pg->owner != h, 0))
+  SlotPage *pg;
+  if (__builtin_expect(!PageArena::get().carvedPage(p, pg), 0))
     return miss(p, call);
-  const unsigned i = pg->slotAt(p);
-  if (__builtin_expect(i == pages::kNoSlot, 0))
+  LocalHeap *h = tls_fast;
+  if (__builtin_expect(pg->owner != h, 0)) // (kLostPage's owner is null)
+    return miss(p, call);
+  std::uint64_t i;
+  if (__builtin_expect(!pg->slotStart(p, i), 0))
     return miss(p, call);
   checkCanary(p, pg->slot_bytes, call);
   return h->freeOwned(
       pg, i, [&] { h->count.frees[pg->cls].add(1); },
-      [&](SlotPage *q, unsigned w) {
-        h->count.frees[q->cls].add(1);
-        return h->noteRoom(q, w);
-      },
+      [&](SlotPage *q, unsigned w) { return h->noteRoom(q, w); },
       [&] { return miss(p, call); });
 }
 
@@ -167,7 +179,7 @@ DEFERO_ALWAYS_INLINE bool hintFast(const PendingHint &hint, unsigned which) {
     return false;
   h->count.hints[which].add(1);
   h->hint = hint;
-  tls_fast = nullptr;
+  tls_fast = &kNoFastHeap;
   return true;
 }
 
@@ -203,6 +215,7 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const Pendi
   if (j == pages::kNoSlot)
     return nullptr;
   pg->takeFound(j);
+  h->count.allocs[cls].add(1);
   void *p = pg->address(j);
   h->recent_container = hint.container;
   h->recent_node = p;
@@ -325,13 +338,13 @@ public:
   static PendingHint takeHint(LocalHeap *h) {
     const PendingHint hint = h->hint;
     h->hint.kind = kHintNone;
-    tls_fast = h->divert ? nullptr : h;
+    tls_fast = h->divert ? &kNoFastHeap : h;
     return hint;
   }
   /// Makes `hint` h's pending hint.
   static void setHint(LocalHeap *h, const PendingHint &hint) {
     h->hint = hint;
-    tls_fast = nullptr;
+    tls_fast = &kNoFastHeap;
   }
 
 private:

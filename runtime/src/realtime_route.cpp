@@ -17,7 +17,7 @@ void ProcessHeap::startRealtime() {
   for (LocalHeap *h = heaps_; h; h = h->next_heap)
     h->divert = divertFlag();
   if (rt_)
-    tls_fast = nullptr; // (the only thread with a heap yet: the constructor)
+    tls_fast = &kNoFastHeap; // (the only thread with a heap yet: the constructor)
 }
 
 /// A program allocation in a real-time build: the pending hint is consumed
@@ -51,7 +51,7 @@ std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
         hints[k] += h->count.hints[k].get();
       hinted += h->count.hinted_allocs.get();
       same += h->count.hint_same_class.get();
-      boot += h->smallAllocs();
+      boot += h->smallAllocs() - h->cachedSlots();
     }
   }
   const RealtimeHeap::Counts n = rt_->counts();

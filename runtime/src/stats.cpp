@@ -23,9 +23,11 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
   {
     std::lock_guard<SpinLock> guard(heaps_lock_);
     for (LocalHeap *h = heaps_; h; h = h->next_heap) {
-      allocs += h->smallAllocs() + h->count.large_allocs.get();
+      // The word caches' unhanded slots are counted as taken: not yet.
+      allocs += h->smallAllocs() - h->cachedSlots() + h->count.large_allocs.get();
       frees += h->smallFrees() + h->count.large_frees.get();
-      live += h->smallLiveBytes(kCanaryBytes) - h->livePublished();
+      live += h->smallLiveBytes(kCanaryBytes) - h->cachedBytes(kCanaryBytes) -
+              h->livePublished();
       for (int k = 0; k < 3; ++k)
         hints[k] += h->count.hints[k].get();
       hinted += h->count.hinted_allocs.get();

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "defero/kbit/size_classes.h"
 #include "defero/pages/slot_page.h"
 
 namespace {
@@ -71,7 +72,7 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
   SlotPage pg;
   pg.start = 0x100000;
   pg.slot_bytes = 16;
-  pg.reciprocal = (std::uint64_t{1} << 48) / 16;
+  pg.inverse = defero::pages::inverseOf(16);
   pg.slots = static_cast<std::uint16_t>(slots);
   pg.initFree();
   Model m{std::vector<bool>(slots, true)};
@@ -156,7 +157,7 @@ TEST(SlotPage, SlotAtRejectsInteriorAndTailPointers) {
   pg.start = 0x200000;
   pg.slot_bytes = 48;
   pg.slots = 1365; // 64 KiB of 48-byte slots, 16 bytes of tail
-  pg.reciprocal = ((std::uint64_t{1} << 48) + 47) / 48;
+  pg.inverse = defero::pages::inverseOf(48);
   pg.initFree();
   auto at = [&](std::uintptr_t off) { return pg.slotAt(reinterpret_cast<void *>(pg.start + off)); };
   EXPECT_EQ(at(0), 0u);
@@ -165,6 +166,28 @@ TEST(SlotPage, SlotAtRejectsInteriorAndTailPointers) {
   EXPECT_EQ(at(47), kNoSlot) << "inside slot 0";
   EXPECT_EQ(at(16), kNoSlot);
   EXPECT_EQ(at(48 * 1365), kNoSlot) << "the span's tail is no slot";
+}
+
+TEST(SlotPage, SlotAtIsExactForEveryClassAndOffset) {
+  // The one-multiply test of slotAt against division, every offset of a
+  // span of every size class (including the tail past the last slot).
+  namespace kbit = defero::kbit;
+  for (unsigned c = 0; c < kbit::kNumClasses; ++c) {
+    SlotPage pg;
+    pg.start = 0x400000;
+    pg.slot_bytes = static_cast<std::uint32_t>(kbit::kClassBytes[c]);
+    const std::size_t span = kbit::spanBytesFor(pg.slot_bytes, 65536);
+    pg.slots = static_cast<std::uint16_t>(span / pg.slot_bytes);
+    pg.inverse = defero::pages::inverseOf(pg.slot_bytes);
+    unsigned wrong = 0;
+    for (std::uintptr_t off = 0; off < span; ++off) {
+      const unsigned want =
+          off % pg.slot_bytes == 0 && off / pg.slot_bytes < pg.slots ? off / pg.slot_bytes : kNoSlot;
+      wrong += pg.slotAt(reinterpret_cast<void *>(pg.start + off)) != want;
+      wrong += pg.slotHolding(reinterpret_cast<void *>(pg.start + off)) != off / pg.slot_bytes;
+    }
+    EXPECT_EQ(wrong, 0u) << "class " << c << " (" << pg.slot_bytes << " bytes)";
+  }
 }
 
 TEST(SlotPageDeathTest, TakingATakenSlotIsReportedNotCorrupted) {

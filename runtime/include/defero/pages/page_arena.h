@@ -77,12 +77,20 @@ public:
   /// The span covering p, or nullptr (outside the window or not carved).
   /// Lock-free: any thread, any time.
   __attribute__((always_inline)) SlotPage *spanOf(const void *p) const {
-    const std::uintptr_t off =
-        reinterpret_cast<std::uintptr_t>(p) - base_.load(std::memory_order_relaxed);
-    if (off >= limit_.load(std::memory_order_acquire))
+    SlotPage *pg;
+    if (!carvedPage(p, pg) || pg == &kLostPage)
       return nullptr;
-    return std::atomic_ref<SlotPage *>(map_[off >> kPageShift])
-        .load(std::memory_order_acquire);
+    return pg;
+  }
+  /// Whether p lies in the carved part of the window, and then its page's
+  /// span in pg: never null there (free's fast path tests no null), but
+  /// kLostPage, which no heap owns, for a page lost to a failed carve.
+  __attribute__((always_inline)) bool carvedPage(const void *p, SlotPage *&pg) const {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - peek(base_);
+    if (off >= peek(limit_))
+      return false;
+    pg = std::atomic_ref<SlotPage *>(map_[off >> kPageShift]).load(std::memory_order_acquire);
+    return true;
   }
 
   /// Carves a fresh span for size class cls owned by `owner`: every slot
@@ -102,25 +110,32 @@ public:
     auto *pg = new (hdr) SlotPage();
     pg->start = reinterpret_cast<std::uintptr_t>(s);
     pg->slot_bytes = kbit::kClassBytes[cls];
-    pg->slots = static_cast<std::uint16_t>(bytes / kbit::kClassBytes[cls]);
+    pg->slots = bytes / kbit::kClassBytes[cls];
     pg->cls = static_cast<std::uint8_t>(cls);
-    pg->reciprocal = kbit::kClassReciprocal[cls];
+    pg->inverse = inverseOf(kbit::kClassBytes[cls]);
+    static_assert((1u << kbit::kMaxOffsetBits) <= (1u << kMaxOffsetBits));
     pg->owner = owner;
     pg->initFree();
     const std::size_t first = (pg->start - window_.base()) >> kPageShift;
+    // Pages a failed carve took from the window (its map could not be
+    // mapped) lie below this span: they name kLostPage, so that every page
+    // below limit_ names a span.
+    for (std::size_t i = limit_ >> kPageShift; i < first; ++i)
+      std::atomic_ref<SlotPage *>(map_[i]).store(const_cast<SlotPage *>(&kLostPage),
+                                                 std::memory_order_release);
     for (std::size_t i = 0; i < bytes / kPageBytes; ++i)
       std::atomic_ref<SlotPage *>(map_[first + i]).store(pg, std::memory_order_release);
-    limit_.store(window_.usedBytes(), std::memory_order_release);
+    __atomic_store_n(&limit_, (first << kPageShift) + bytes, __ATOMIC_RELEASE);
     return pg;
   }
 
   /// Metadata memory (zeroed) for the heaps built on this arena.
   void *meta(std::size_t bytes, std::size_t align) { return meta_.get(bytes, align); }
 
-  std::uintptr_t base() const { return base_.load(std::memory_order_relaxed); }
+  std::uintptr_t base() const { return __atomic_load_n(&base_, __ATOMIC_RELAXED); }
   bool inWindow(const void *p) const {
     return reinterpret_cast<std::uintptr_t>(p) - base() <
-           limit_.load(std::memory_order_relaxed);
+           __atomic_load_n(&limit_, __ATOMIC_RELAXED);
   }
   /// Bytes of the window handed out as spans (the small heap's footprint).
   std::size_t usedBytes() const { return window_.usedBytes(); }
@@ -145,9 +160,12 @@ private:
     map_ = static_cast<SlotPage **>(os::map_sparse(pages * sizeof(SlotPage *)));
     if (!map_)
       return false;
-    base_.store(window_.base(), std::memory_order_release);
+    __atomic_store_n(&base_, window_.base(), __ATOMIC_RELEASE);
     return true;
   }
+
+  /// The span of pages lost to a failed carve: no owner, no slot.
+  static constexpr SlotPage kLostPage{};
 
   SpinLock carve_lock_;
   Window window_;
@@ -155,8 +173,29 @@ private:
   SlotPage **map_ = nullptr;
   // base_ - limit_ is the carved part of the window; before the first span
   // both are 0, so spanOf() of any pointer is nullptr.
-  std::atomic<std::uintptr_t> base_{0};
-  std::atomic<std::size_t> limit_{0};
+  // Written with release stores; spanOf reads them plainly (peek) so that
+  // free's range test is two instructions with memory operands: base_ is
+  // written once, limit_ only grows, and a stale limit sends a block of a
+  // span carved meanwhile to the slow path, which reads them again.
+  std::uintptr_t base_ = 0;
+  std::size_t limit_ = 0;
+
+  /// A plain read of a field other threads write with __atomic_store_n
+  /// (an atomic load under ThreadSanitizer, which cannot see that it is
+  /// benign).
+  __attribute__((always_inline)) static std::uintptr_t peek(const std::uintptr_t &v) {
+#if defined(__SANITIZE_THREAD__)
+    return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+#else
+    return v;
+#endif
+#else
+    return v;
+#endif
+  }
 };
 
 } // namespace defero::pages

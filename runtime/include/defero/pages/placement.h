@@ -31,8 +31,7 @@ public:
 
   /// Slot of p in pg (p must be a slot start of pg).
   static unsigned slotOf(const SlotPage *pg, const void *p) {
-    return static_cast<unsigned>(
-        ((reinterpret_cast<std::uintptr_t>(p) - pg->start) * pg->reciprocal) >> 48);
+    return pg->slotHolding(p);
   }
 
   /// Slots within one or two cache lines of a slot: ceil(128 / size).
@@ -67,6 +66,7 @@ public:
     if (j == kNoSlot)
       return nullptr;
     pg->take(j);
+    this->count.allocs[pg->cls].add(1);
     return pg->address(j);
   }
 
@@ -77,6 +77,7 @@ public:
     if (j == kNoSlot)
       return nullptr;
     pg->take(j);
+    this->count.allocs[pg->cls].add(1);
     return pg->address(j);
   }
 
@@ -146,6 +147,7 @@ public:
 private:
   void *takeFromRun(Run &r, unsigned j, bool down, unsigned stride) {
     r.span->take(j);
+    this->count.allocs[r.span->cls].add(1);
     // Up: the next search starts `stride` above j; down: it ends
     // `stride - 1` below j (the slots between stay free for later
     // neighbours).

@@ -41,6 +41,12 @@ inline constexpr unsigned kMaxWords = 64;
 inline constexpr unsigned kMaxSlots = kWordBits * kMaxWords;
 inline constexpr unsigned kNoSlot = ~0u;
 inline constexpr std::uint8_t kNoWord = 0xFF;
+/// Offsets within a span stay below 2^kMaxOffsetBits (spans <= 256 KiB).
+inline constexpr unsigned kMaxOffsetBits = 18;
+/// ceil(2^64 / d) for a slot size d > 1 (SlotPage::inverse).
+constexpr std::uint64_t inverseOf(std::uint64_t d) { return ~std::uint64_t{0} / d + 1; }
+/// The 64x64->128 bit product (GCC's and Clang's extension).
+__extension__ typedef unsigned __int128 Wide;
 
 class SpanHeap;
 
@@ -56,10 +62,11 @@ struct alignas(64) SlotPage {
   // --- first line: what every free reads, fixed once carved (so another
   // thread's free reads it without pulling the owner's writes over) ---
   std::uintptr_t start = 0;    ///< address of slot 0
-  std::uint64_t reciprocal = 0; ///< slot of an offset: (off * reciprocal) >> 48
+  std::uint64_t inverse = 0;   ///< ceil(2^64 / slot_bytes): see slotAt
   SpanHeap *owner = nullptr;   ///< the heap that carved it (never changes)
+  std::uint64_t slots = 0;     ///< slots in the span (<= kMaxSlots; a full
+                               ///< word: free compares it from memory)
   std::uint32_t slot_bytes = 0;
-  std::uint16_t slots = 0;     ///< slots in the span (<= kMaxSlots)
   std::uint8_t cls = 0;        ///< size class
   // --- second line: the owner's (written by its malloc and free) ---
   alignas(64) std::uint64_t summary = 0; ///< bit w: free[w] != 0
@@ -153,11 +160,34 @@ struct alignas(64) SlotPage {
   }
 
   /// Index of the slot starting at p, or kNoSlot if p is not a slot start
-  /// of this span (inside a slot, or past the last).
+  /// of this span (inside a slot, or past the last). One 64x64->128
+  /// multiply gives both the index and the exactness test: with inverse =
+  /// (2^64 + e) / d (e < d), off * inverse = q * 2^64 + r * 2^64 / d +
+  /// off * e / d for off = q * d + r, so the high half is q and the low
+  /// half is below off < 2^kMaxOffsetBits exactly when r == 0 (else it is
+  /// at least 2^64 / d >= 2^49).
   __attribute__((always_inline)) unsigned slotAt(const void *p) const {
+    std::uint64_t i;
+    return slotStart(p, i) ? static_cast<unsigned>(i) : kNoSlot;
+  }
+  /// slotAt for the fast path: whether p is a slot start, its index in i
+  /// (a full register: no truncation on the way to the bitmap).
+  __attribute__((always_inline)) bool slotStart(const void *p, std::uint64_t &i) const {
     const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - start;
-    const auto i = static_cast<unsigned>((off * reciprocal) >> 48);
-    return std::uintptr_t{i} * slot_bytes == off && i < slots ? i : kNoSlot;
+    std::uint64_t low;
+#if defined(__x86_64__)
+    asm("mulq %3" : "=a"(low), "=d"(i) : "a"(off), "rm"(inverse) : "cc");
+#else
+    const Wide m = static_cast<Wide>(off) * inverse;
+    i = static_cast<std::uint64_t>(m >> 64);
+    low = static_cast<std::uint64_t>(m);
+#endif
+    return low < (std::uint64_t{1} << kMaxOffsetBits) && i < slots;
+  }
+  /// Index of the slot holding p (p inside the span).
+  unsigned slotHolding(const void *p) const {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - start;
+    return static_cast<unsigned>((static_cast<Wide>(off) * inverse) >> 64);
   }
 
   /// The lowest free slot in [lo, hi), kNoSlot if none (not taken).

@@ -42,15 +42,15 @@ class OwnerCounter {
 public:
   void add(std::uint64_t n) {
 #if defined(__x86_64__) && !defined(DEFERO_TSAN)
-    asm("addq %1, %0" : "+m"(*reinterpret_cast<std::uint64_t *>(&v_)) : "er"(n));
+    asm("addq %1, %0" : "+m"(v_) : "er"(n));
 #else
-    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    __atomic_store_n(&v_, __atomic_load_n(&v_, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 #endif
   }
-  std::uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+  std::uint64_t get() const { return __atomic_load_n(&v_, __ATOMIC_RELAXED); }
 
 private:
-  std::atomic<std::uint64_t> v_{0};
+  std::uint64_t v_ = 0; // written by the asm (or __atomic_store_n), read atomically
 };
 
 /// The process's live bytes as the heaps publish them, and the peak. A heap
@@ -101,24 +101,34 @@ public:
   }
 
   /// Frees slot i of pg, a span this heap owns, with every call a tail
-  /// call (so the inline free needs no stack frame): `done()` when freed,
-  /// `refilled(pg, w)` when word w had no free slot before (the summary
-  /// must learn it, noteRoom), `already()` when slot i is free already (a
-  /// double free; nothing changed). The bitmap only, even for the cached
-  /// word (see WordCache): no branch on where the slot is.
-  template <class Done, class Refilled, class Already>
-  __attribute__((always_inline)) auto freeOwned(SlotPage *pg, unsigned i, Done done,
+  /// call (so the inline free needs no stack frame): `freed()` once the
+  /// bit is set, then `refilled(pg, w)` when word w had no free slot before
+  /// (the summary must learn it, noteRoom); `already()` instead when slot
+  /// i is free already (a double free; nothing changed). The bitmap only,
+  /// even for the cached word (see WordCache): no branch on where the slot
+  /// is.
+  template <class Freed, class Refilled, class Already>
+  __attribute__((always_inline)) auto freeOwned(SlotPage *pg, std::uint64_t i, Freed freed,
                                                 Refilled refilled, Already already) {
-    const unsigned w = i / kWordBits;
-    const std::uint64_t bit = std::uint64_t{1} << (i % kWordBits);
-    const std::uint64_t f = pg->free[w];
-    if (__builtin_expect(f & bit, 0))
+    std::uint64_t *word = &pg->free[i / kWordBits];
+    const std::uint64_t f = *word;
+    std::uint64_t set = f;
+    bool was_free;
+#if defined(__x86_64__)
+    // bts: the bit set and its old value in one instruction (the register
+    // form takes the index mod 64).
+    asm("btsq %2, %0" : "+r"(set), "=@ccc"(was_free) : "r"(i));
+#else
+    was_free = (f >> (i % kWordBits)) & 1;
+    set = f | (std::uint64_t{1} << (i % kWordBits));
+#endif
+    if (__builtin_expect(was_free, 0))
       return already();
-    pg->free[w] = f | bit;
+    *word = set;
     --pg->used;
+    freed();
     if (__builtin_expect(f == 0, 0))
-      return refilled(pg, w);
-    return done();
+      return refilled(pg, static_cast<unsigned>(i / kWordBits));
   }
 
   /// Word w of pg, which had no free slot, has one now: sets its summary
@@ -144,7 +154,9 @@ public:
 
   /// Per size class, the blocks this heap's thread took and gave back
   /// (whichever heap owned them): an owner counter each, so live bytes
-  /// cost no shared write on the fast path.
+  /// cost no shared write on the fast path. A slot counts as taken when
+  /// it leaves its bitmap (a word cache claims up to 64 at once; see
+  /// WordCacheLayer::cachedSlots).
   struct Counters {
     OwnerCounter allocs[kClasses], frees[kClasses];
     OwnerCounter large_allocs, large_frees;
@@ -174,10 +186,12 @@ public:
     return n;
   }
   /// Adds this heap's change of live bytes since its last call to the
-  /// process total (the owner, or anyone while the heap has no thread).
+  /// process total (the owner, or anyone while the heap has no thread);
+  /// `unhanded` bytes, counted as allocated but not handed out yet (the
+  /// layer above's caches), are not live.
   std::int64_t livePublished() const { return live_published_.load(std::memory_order_relaxed); }
-  void publishLive() {
-    const std::int64_t now = smallLiveBytes(totals_->canary);
+  void publishLive(std::int64_t unhanded = 0) {
+    const std::int64_t now = smallLiveBytes(totals_->canary) - unhanded;
     totals_->add(now - live_published_.load(std::memory_order_relaxed));
     live_published_.store(now, std::memory_order_relaxed);
   }
@@ -197,7 +211,8 @@ public:
   }
 
   /// The next Current span of class cls: the best (see better()) of the
-  /// first kRunScan Avail spans with room, else a fresh span.
+  /// first kRunScan Avail spans with room, else a fresh span. (The layer
+  /// that refills from it publishes the live bytes then: publishLive.)
   SlotPage *nextCurrent(unsigned cls) {
     SlotPage **best_link = nullptr;
     SlotPage **link = &avail_[cls];
@@ -227,7 +242,6 @@ public:
     }
     pg->state = SpanState::Current;
     cur_[cls] = pg;
-    publishLive();
     return pg;
   }
 

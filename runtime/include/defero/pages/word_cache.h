@@ -2,13 +2,17 @@
 // size class, claimed whole from the Current span (layers.h).
 //
 // Costs: malloc hit, a tzcnt, a clear, a multiply and an add, and a test
-// that the program did not free the slot meanwhile (about 30 instructions
-// with the class lookup and the counter); an empty cache claims the lowest
-// word with a free slot (the summary's tzcnt), once per up to 64 mallocs.
+// that the program did not free the slot meanwhile (about 22 instructions
+// with the class lookup; no counter: a claimed word counts all its slots
+// at once); an empty cache claims the lowest word with a free slot (the
+// summary's tzcnt), once per up to 64 mallocs.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
+#include "defero/kbit/size_classes.h"
 #include "defero/pages/layers.h"
 #include "defero/platform/os.h"
 
@@ -29,12 +33,15 @@ public:
   /// before the word was claimed) shows in the bitmap, and the cache
   /// checks that bit when it hands the slot out.
   struct WordCache {
-    std::uint64_t bits = 0;      ///< free slots still to hand out
+    /// Free slots still to hand out. Written by the owner only, with
+    /// relaxed atomic stores (a plain mov), so that statistics may read it
+    /// from any thread (cachedSlots).
+    std::uint64_t bits = 0;
     std::uintptr_t base = 0;     ///< address of the word's slot 0
     std::uint64_t slot_bytes = 0;
     const std::uint64_t *word = &kNoWordBits; ///< the span's bitmap word
-    SlotPage *page = nullptr;    ///< the span the word belongs to
   };
+  static_assert(sizeof(WordCache) == 32, "the fast path indexes words_ by a shift");
 
   /// Whether slot i of pg, a span this heap owns, is free (in its bitmap or
   /// in the word cache).
@@ -49,17 +56,41 @@ public:
   __attribute__((always_inline)) bool hasCached(unsigned cls) const {
     return words_[cls].bits != 0;
   }
-  /// The lowest cached slot of class cls, taken (hasCached(cls) must
-  /// hold); `twice` is set when the program freed that slot while it sat
-  /// in the cache (then the block must not be handed out: freedTwice).
+  /// The word cache of class cls (the fast path reads it once).
+  __attribute__((always_inline)) WordCache *cache(unsigned cls) { return &words_[cls]; }
+  /// For a request of up to kbit::kSmallTableMax bytes, (bytes + 15) / 16,
+  /// the byte offset of its class's word cache in words_ (kSmallTable's
+  /// class times 32: the fast path's class lookup is one load).
+  static constexpr auto kCacheOffset = [] {
+    std::array<std::uint16_t, kbit::kSmallTable.size()> t{};
+    for (std::size_t i = 0; i < t.size(); ++i)
+      t[i] = static_cast<std::uint16_t>(kbit::kSmallTable[i] * sizeof(WordCache));
+    return t;
+  }();
+  /// The word cache at offset `off` (kCacheOffset) and its class.
+  __attribute__((always_inline)) WordCache *cacheAt(std::size_t off) {
+    return reinterpret_cast<WordCache *>(reinterpret_cast<char *>(words_) + off);
+  }
+  static unsigned classAt(std::size_t off) { return static_cast<unsigned>(off / sizeof(WordCache)); }
+  /// The lowest slot of c, whose bits b (c->bits) are not 0, taken; `twice`
+  /// is set when the program freed that slot while it sat in the cache
+  /// (then the block must not be handed out: freedTwice).
+  __attribute__((always_inline)) static void *takeFrom(WordCache *c, std::uint64_t b,
+                                                       bool &twice) {
+    __atomic_store_n(&c->bits, b & (b - 1), __ATOMIC_RELAXED);
+    std::uint64_t slot;
+#if defined(__x86_64__)
+    // tzcnt (bsf before BMI: the same for b != 0), 64-bit: no extension.
+    asm("tzcnt %1, %0" : "=r"(slot) : "r"(b) : "cc");
+#else
+    slot = static_cast<std::uint64_t>(__builtin_ctzll(b));
+#endif
+    twice = (*c->word >> slot) & 1;
+    return reinterpret_cast<void *>(c->base + slot * c->slot_bytes);
+  }
+  /// The lowest cached slot of class cls, taken (hasCached(cls) must hold).
   __attribute__((always_inline)) void *takeCached(unsigned cls, bool &twice) {
-    WordCache &c = words_[cls];
-    const std::uint64_t b = c.bits;
-    const std::uint64_t low = b & (0 - b);
-    c.bits = b ^ low;
-    twice = (*c.word & low) != 0;
-    const auto slot = static_cast<std::uint64_t>(__builtin_ctzll(b));
-    return reinterpret_cast<void *>(c.base + slot * c.slot_bytes);
+    return takeFrom(&words_[cls], words_[cls].bits, twice);
   }
   /// takeCached, reporting a slot freed while cached (the slow paths).
   void *takeCachedChecked(unsigned cls) {
@@ -97,13 +128,19 @@ public:
       pg = this->replaceCurrent(cls);
       if (!pg)
         return nullptr;
+      publishLive();
     }
     WordCache &c = words_[cls];
-    if (c.page)
-      c.page->cached_word = kNoWord;
-    const unsigned w = pg->takeLowestWord(c.bits);
+    if (cache_page_[cls])
+      cache_page_[cls]->cached_word = kNoWord;
+    std::uint64_t bits;
+    const unsigned w = pg->takeLowestWord(bits);
+    // The claimed slots count as allocated now (so the fast path counts
+    // nothing); uncache() and cachedSlots() take back what is unhanded.
+    this->count.allocs[cls].add(static_cast<std::uint64_t>(__builtin_popcountll(bits)));
+    __atomic_store_n(&c.bits, bits, __ATOMIC_RELAXED);
     pg->cached_word = static_cast<std::uint8_t>(w);
-    c.page = pg;
+    cache_page_[cls] = pg;
     c.word = &pg->free[w];
     c.slot_bytes = pg->slot_bytes;
     c.base = pg->start + std::uintptr_t{w} * kWordBits * pg->slot_bytes;
@@ -114,12 +151,12 @@ public:
   /// placement is about to search that span).
   __attribute__((noinline)) void uncache(unsigned cls) {
     WordCache &c = words_[cls];
-    SlotPage *pg = c.page;
+    SlotPage *pg = cache_page_[cls];
     if (!pg)
       return;
     const unsigned w = pg->cached_word;
     pg->cached_word = kNoWord;
-    c.page = nullptr;
+    cache_page_[cls] = nullptr;
     c.word = &kNoWordBits;
     if (c.bits) {
       if (pg->free[w] & c.bits) // freed while cached: a double free
@@ -128,14 +165,42 @@ public:
       pg->free[w] |= c.bits;
       pg->summary |= std::uint64_t{1} << w;
       pg->used = static_cast<std::uint16_t>(pg->used - __builtin_popcountll(c.bits));
-      c.bits = 0;
+      this->count.allocs[cls].add(0 - static_cast<std::uint64_t>(__builtin_popcountll(c.bits)));
+      __atomic_store_n(&c.bits, 0, __ATOMIC_RELAXED);
     }
   }
+  /// Gives every word cache back (the thread exits: its counts become
+  /// exact).
+  void uncacheAll() {
+    for (unsigned cls = 0; cls < Super::kClasses; ++cls)
+      uncache(cls);
+  }
+
+  /// Slots of the word caches counted in `allocs` but not handed out yet,
+  /// and their bytes. Any thread may call them (as exact as the counters
+  /// when the owner is not allocating meanwhile).
+  std::uint64_t cachedSlots() const {
+    std::uint64_t n = 0;
+    for (const WordCache &c : words_)
+      n += static_cast<std::uint64_t>(__builtin_popcountll(__atomic_load_n(&c.bits, __ATOMIC_RELAXED)));
+    return n;
+  }
+  std::int64_t cachedBytes(std::size_t canary) const {
+    std::int64_t n = 0;
+    for (unsigned cls = 0; cls < Super::kClasses; ++cls)
+      n += __builtin_popcountll(__atomic_load_n(&words_[cls].bits, __ATOMIC_RELAXED)) *
+           static_cast<std::int64_t>(kbit::kClassBytes[cls] - canary);
+    return n;
+  }
+  /// SpanHeap::publishLive without the unhanded slots (the owner, or
+  /// anyone while the heap has no thread).
+  void publishLive() { Super::publishLive(cachedBytes(this->totals_->canary)); }
 
 private:
   /// The bitmap word of an empty word cache (nothing is ever freed there).
   static constexpr std::uint64_t kNoWordBits = 0;
   WordCache words_[Super::kClasses];
+  SlotPage *cache_page_[Super::kClasses] = {}; ///< the span of each cached word
 };
 
 } // namespace defero::pages
