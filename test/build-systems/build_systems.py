@@ -3,7 +3,8 @@
 system would, runs it, and checks the result. One scenario per run:
 
   build_systems.py cmake --lto off|thin|full   CMake + Ninja, CC=defero-cc CXX=defero-c++
-  build_systems.py clang-tidy                  clang-tidy-19 on that build's compile_commands.json
+  build_systems.py clang-tidy                  -fplugin-arg-defero-stl-patch in the flags, then
+                                               clang-tidy-19 on the compile_commands.json
   build_systems.py ccache                      CMAKE_<LANG>_COMPILER_LAUNCHER=ccache
   build_systems.py make                        make CXX=defero-c++ CC=defero-cc (a plain Makefile)
   build_systems.py configure                   autoconf, then ./configure CXX=defero-c++ CC=defero-cc
@@ -154,14 +155,20 @@ def scenario_cmake(a):
 def scenario_clang_tidy(a):
     build = os.path.join(a.workdir, "build")
     env = wrapper_env(a.bin)
-    cmake_configure(a, build, env, ["-DCMAKE_CXX_FLAGS=-fplugin-arg-defero-disable"])
+    # The patched include path, spelled as a plugin argument: the build gets
+    # the same hints, and the database holds a flag clang-tidy ignores.
+    cmake_configure(a, build, env, ["-DCMAKE_CXX_FLAGS=-fplugin-arg-defero-stl-patch"])
+    run([a.cmake, "--build", build], env=env, what="cmake --build")
+    check_program(os.path.join(build, "consumer"), a.workdir)
     db = os.path.join(build, "compile_commands.json")
     with open(db) as f:
         entries = json.load(f)
-    if not any("defero-c++" in e["command"] for e in entries):
-        fail(f"{db} holds no defero-c++ command")
+    if not any("defero-c++" in e["command"] and "-fplugin-arg-defero-stl-patch" in e["command"]
+               for e in entries):
+        fail(f"{db} holds no defero-c++ command with -fplugin-arg-defero-stl-patch")
     # A check that fires on the consumer's own code: clang-tidy parsed it
-    # with the database's flags (the wrapper as the compiler, a plugin flag).
+    # with the database's flags (the wrapper as the compiler, a plugin
+    # argument).
     src = os.path.join(CONSUMER, "catalog.cpp")
     r = subprocess.run([a.clang_tidy, "-p", build, "--checks=-*,modernize-use-trailing-return-type",
                         src], capture_output=True, text=True)
