@@ -32,6 +32,7 @@ PACKAGES=(
   valgrind               # cachegrind/callgrind locality counts
   libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev  # peers in bench/
   python3-matplotlib     # bench report plots
+  ccache autoconf clang-tidy-19  # test/build-systems: the wrappers under ccache, configure, clang-tidy
 )
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
