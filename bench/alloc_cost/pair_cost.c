@@ -8,9 +8,11 @@
  * std::list::push_back makes. With `hinted`, each malloc is preceded by the
  * neighbour hint the plugin emits for push_back (the tail), through the weak
  * hint ABI: under an allocator without Defero the call is skipped and the
- * count is malloc's.
+ * count is malloc's. With `fused`, each node comes from the fused hint +
+ * operator new the plugin's late pass emits for push_back
+ * (__defero_new_hinted, kind 1: the tail is the neighbour).
  *
- *   pair_cost ROUNDS SIZE [plain|hinted]
+ *   pair_cost ROUNDS SIZE [plain|hinted|fused]
  *
  * Callgrind counts only run_rounds (--toggle-collect=run_rounds); the driver
  * (pair_cost.py) divides by ROUNDS * kBatch. Plain C, so the same binary runs
@@ -24,19 +26,29 @@ enum { kBatch = 1000 };
 
 __attribute__((weak)) void __defero_hint_neighbor(const void *container,
                                                   const void *neighbor);
+__attribute__((weak)) void *__defero_new_hinted(size_t size, int kind,
+                                                const void *container,
+                                                const void *where, int side);
+
+enum { kPlain, kHinted, kFused };
 
 static void *blocks[kBatch];
 static unsigned order[kBatch];
 static void *container[2]; /* the list's header: {next, prev} */
 
 __attribute__((noinline)) void run_rounds(unsigned long rounds, size_t size,
-                                          int hinted) {
+                                          int mode) {
   for (unsigned long r = 0; r < rounds; ++r) {
     void **prev = container;
     for (unsigned i = 0; i < kBatch; ++i) {
-      if (hinted && prev != container)
-        __defero_hint_neighbor(container, prev);
-      void **p = malloc(size);
+      void **p;
+      if (mode == kFused && prev != container) {
+        p = __defero_new_hinted(size, 1, container, prev, 0);
+      } else {
+        if (mode == kHinted && prev != container)
+          __defero_hint_neighbor(container, prev);
+        p = malloc(size);
+      }
       if (!p)
         abort();
       p[0] = container; /* push_back: the new tail */
@@ -46,7 +58,7 @@ __attribute__((noinline)) void run_rounds(unsigned long rounds, size_t size,
       blocks[i] = prev = p;
     }
     for (unsigned i = 0; i < kBatch; ++i)
-      free(blocks[order[i]]);
+      free(blocks[order[i]]); /* (operator delete is free under Defero) */
   }
 }
 
@@ -64,15 +76,18 @@ int main(int argc, char **argv) {
   unsigned long rounds, size;
   if (argc < 3 || argc > 4 || !parse_ulong(argv[1], 1000000, &rounds) ||
       !parse_ulong(argv[2], 1 << 20, &size) || size < 2 * sizeof(void *) ||
-      (argc == 4 && strcmp(argv[3], "plain") && strcmp(argv[3], "hinted"))) {
+      (argc == 4 && strcmp(argv[3], "plain") && strcmp(argv[3], "hinted") &&
+       strcmp(argv[3], "fused"))) {
     fprintf(stderr, "pair_cost: usage: pair_cost ROUNDS(1..1000000) "
-                    "SIZE(16..1048576) [plain|hinted]\n");
+                    "SIZE(16..1048576) [plain|hinted|fused]\n");
     return 2;
   }
-  const int hinted = argc == 4 && !strcmp(argv[3], "hinted");
-  if (hinted && !__defero_hint_neighbor) {
-    fprintf(stderr, "pair_cost: 'hinted' needs the Defero runtime (preload "
-                    "libdefero.so)\n");
+  const char *name = argc == 4 ? argv[3] : "plain";
+  const int mode = !strcmp(name, "hinted") ? kHinted : !strcmp(name, "fused") ? kFused : kPlain;
+  if ((mode == kHinted && !__defero_hint_neighbor) ||
+      (mode == kFused && !__defero_new_hinted)) {
+    fprintf(stderr, "pair_cost: '%s' needs the Defero runtime (preload "
+                    "libdefero.so)\n", name);
     return 2;
   }
   /* A fixed scramble (LCG-driven Fisher-Yates): the same for every run. */
@@ -86,9 +101,8 @@ int main(int argc, char **argv) {
     order[i] = order[j];
     order[j] = t;
   }
-  run_rounds(1, size, hinted); /* warm: the heap has its pages */
-  run_rounds(rounds, size, hinted);
-  printf("pair_cost: %lu rounds of %d x %lu B %s\n", rounds, kBatch, size,
-         hinted ? "hinted" : "plain");
+  run_rounds(1, size, mode); /* warm: the heap has its pages */
+  run_rounds(rounds, size, mode);
+  printf("pair_cost: %lu rounds of %d x %lu B %s\n", rounds, kBatch, size, name);
   return 0;
 }

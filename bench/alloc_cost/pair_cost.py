@@ -64,11 +64,14 @@ def main():
         res[name] = {"plain": count(a.program, lib, a.rounds, a.size, "plain")}
         if name.startswith("defero"):
             res[name]["hinted"] = count(a.program, lib, a.rounds, a.size, "hinted")
-    print(f"| allocator | instructions per {a.size} B malloc+free pair | with a neighbour hint |")
-    print("|---|---|---|")
+            res[name]["fused"] = count(a.program, lib, a.rounds, a.size, "fused")
+    print(f"| allocator | instructions per {a.size} B malloc+free pair | with a neighbour hint "
+          "| fused (__defero_new_hinted) |")
+    print("|---|---|---|---|")
     for name, r in res.items():
         h = f"{r['hinted']:.1f}" if "hinted" in r else "—"
-        print(f"| {name} | {r['plain']:.1f} | {h} |")
+        fu = f"{r['fused']:.1f}" if "fused" in r else "—"
+        print(f"| {name} | {r['plain']:.1f} | {h} | {fu} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

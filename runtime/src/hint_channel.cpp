@@ -88,7 +88,7 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
     cs->runs = 0;
     cs->last = nullptr;
     if (h->recent_container == hint.container)
-      h->recent_node = nullptr;
+      h->noteRecent(hint.container, nullptr, nullptr, 0);
   }
   void *p = nullptr;
   if (pred != Predicate::First) {
@@ -107,8 +107,8 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
   if (!p)
     return nullptr;
   cs->last = p;
-  h->recent_container = hint.container;
-  h->recent_node = p;
+  SlotPage *ppg = PageArena::get().spanOf(p);
+  h->noteRecent(hint.container, p, ppg, ppg ? ppg->slotHolding(p) : 0);
   h->count.hinted_allocs.add(1);
   if (cs->policy >= 0)
     h->count.policy_allocs.add(1);

@@ -73,7 +73,7 @@ LocalHeap *ProcessHeap::attachHeap() {
   }
   h->hint = PendingHint{};
   h->forgetContainers();
-  h->recent_container = h->recent_node = nullptr;
+  h->noteRecent(nullptr, nullptr, nullptr, 0);
   tls_heap = h;
   tls_fast = h->divert ? &kNoFastHeap : h;
   exit_hook_.arm(h);

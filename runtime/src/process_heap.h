@@ -194,13 +194,22 @@ DEFERO_ALWAYS_INLINE bool hintFast(const PendingHint &hint, unsigned which) {
 /// others). nullptr: take the full path. Counts the allocation; does not
 /// touch h's pending hint.
 DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const PendingHint &hint) {
-  SlotPage *pg = PageArena::get().spanOf(hint.where);
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
-  if (pg == nullptr || pg->owner != h || pg->cls != cls)
+  SlotPage *pg;
+  unsigned i;
+  if (hint.where == h->recent_node && h->recent_page != nullptr) {
+    pg = h->recent_page; // the node this thread placed last (push_back again)
+    i = h->recent_slot;
+  } else {
+    pg = PageArena::get().spanOf(hint.where);
+    if (pg == nullptr || pg->owner != h)
+      return nullptr;
+    i = LocalHeap::slotOf(pg, hint.where);
+  }
+  if (pg->cls != cls)
     return nullptr;
   if (__builtin_expect(pg->cached_word != pages::kNoWord, 0))
     return nullptr; // ProcessHeap::hinted uncaches it first (no call here)
-  const unsigned i = LocalHeap::slotOf(pg, hint.where);
   const unsigned reach = LocalHeap::lineReach(cls);
   unsigned j;
   if (linksBefore(hint)) {
@@ -217,12 +226,10 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const Pendi
   pg->takeFound(j);
   h->count.allocs[cls].add(1);
   void *p = pg->address(j);
-  h->recent_container = hint.container;
-  h->recent_node = p;
+  h->noteRecent(hint.container, p, pg, j);
   finishSmall(h, p, cls);
   h->count.hinted_allocs.add(1);
-  if (h->sameClass(hint.where, p))
-    h->count.hint_same_class.add(1);
+  h->count.hint_same_class.add(h->sameClass(hint.where, p));
   return p;
 }
 

@@ -52,6 +52,20 @@ public:
   /// got (the fast path records only these; a container hint for the same
   /// container then goes beside that node).
   const void *recent_container = nullptr, *recent_node = nullptr;
+  /// recent_node's span and slot (recent_page null: not known), so that a
+  /// hint naming that node (push_back after push_back) skips the page map
+  /// and the slot's multiply. A span never changes while a node lives in
+  /// it, so these stay right as long as recent_node is the same address.
+  SlotPage *recent_page = nullptr;
+  std::uint32_t recent_slot = 0;
+
+  /// Records p, just placed for `container`, as the thread's recent node.
+  void noteRecent(const void *container, const void *p, SlotPage *pg, std::uint32_t slot) {
+    recent_container = container;
+    recent_node = p;
+    recent_page = pg;
+    recent_slot = slot;
+  }
   std::uint8_t divert = 0;    ///< nonzero: every call takes the full path
   LocalHeap *next_heap = nullptr;   ///< every heap (ProcessHeap's list)
   LocalHeap *next_orphan = nullptr; ///< heaps without a thread
