@@ -58,8 +58,8 @@ void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth)
 
 /// Places a small block of class cls that carries a hint, under the
 /// container's policy: beside the anchor (the neighbour, the parent on the
-/// side of the insert, or the container's last node) if a slot within a
-/// line or two of it is free; else the next slot of the container's run;
+/// side of the insert, or the thread's last node of the container) if a
+/// slot within a line or two of it is free; else the next slot of the container's run;
 /// else, for a container that has no run yet and no anchor here, an
 /// unhinted slot.
 void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
@@ -75,8 +75,15 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
   }
   const Predicate pred = cs->policy >= 0 ? static_cast<Predicate>(cs->policy) : cfg_.policy;
   const void *anchor = hint.where;
-  if (hint.kind == kHintContainer)
-    anchor = hint.container == h->recent_container ? h->recent_node : cs->last;
+  if (hint.kind == kHintContainer) {
+    // The node this thread placed last, if it was for this container (an
+    // insert after an insert); a remembered anchor, not one the program
+    // named, so only while it is live (a node of an earlier container at
+    // the same address, since freed, anchors nothing).
+    anchor = hint.container == h->recent_container ? h->recent_node : nullptr;
+    if (anchor && !h->holdsLive(anchor))
+      anchor = nullptr;
+  }
   // An anchor inside the container object itself is its header: the
   // container is empty (or inserting at its end sentinel). A container
   // that is empty starts afresh, whatever an earlier container at the same
@@ -86,7 +93,6 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
     cs->up = pages::Run{};
     cs->down = pages::Run{};
     cs->runs = 0;
-    cs->last = nullptr;
     if (h->recent_container == hint.container)
       h->noteRecent(hint.container, nullptr, nullptr, 0);
   }
@@ -106,7 +112,6 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
     p = h->malloc(cls);
   if (!p)
     return nullptr;
-  cs->last = p;
   SlotPage *ppg = PageArena::get().spanOf(p);
   h->noteRecent(hint.container, p, ppg, ppg ? ppg->slotHolding(p) : 0);
   h->count.hinted_allocs.add(1);

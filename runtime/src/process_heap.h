@@ -210,6 +210,8 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const Pendi
     return nullptr;
   if (__builtin_expect(pg->cached_word != pages::kNoWord, 0))
     return nullptr; // ProcessHeap::hinted uncaches it first (no call here)
+  if (__builtin_expect(pg->isFree(i), 0))
+    return nullptr; // a remembered anchor since freed (ProcessHeap::hinted)
   const unsigned reach = LocalHeap::lineReach(cls);
   unsigned j;
   if (linksBefore(hint)) {

@@ -190,6 +190,31 @@ TEST(SlotPage, SlotAtIsExactForEveryClassAndOffset) {
   }
 }
 
+TEST(SlotPage, WordClaimsGoRoundTheSpan) {
+  // takeNextWord: each claim takes the next word with a free slot after the
+  // last claimed one (wrapping), all its free slots, and counts them used.
+  SlotPage pg;
+  pg.start = 0x500000;
+  pg.slot_bytes = 16;
+  pg.slots = 256; // 4 words
+  pg.inverse = defero::pages::inverseOf(16);
+  pg.initFree();
+  std::uint64_t bits = 0;
+  EXPECT_EQ(pg.takeNextWord(bits), 0u);
+  EXPECT_EQ(bits, ~std::uint64_t{0});
+  EXPECT_EQ(pg.used, 64u);
+  pg.release(3); // word 0 has room again, but the claims go on round
+  EXPECT_EQ(pg.takeNextWord(bits), 1u);
+  EXPECT_EQ(bits, ~std::uint64_t{0});
+  EXPECT_EQ(pg.takeNextWord(bits), 2u);
+  EXPECT_EQ(pg.takeNextWord(bits), 3u);
+  EXPECT_EQ(pg.takeNextWord(bits), 0u) << "wraps to the lowest word with room";
+  EXPECT_EQ(bits, std::uint64_t{1} << 3);
+  EXPECT_FALSE(pg.hasRoom());
+  EXPECT_EQ(pg.used, 256u) << "every slot taken or claimed";
+  EXPECT_TRUE(pg.check());
+}
+
 TEST(SlotPageDeathTest, TakingATakenSlotIsReportedNotCorrupted) {
   SlotPage pg;
   pg.start = 0x300000;

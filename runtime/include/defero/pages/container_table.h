@@ -1,5 +1,5 @@
 // container_table.h - ContainerTable: what one thread remembers of the
-// containers it inserts into (their last node, their open run, their
+// containers it inserts into (their open runs, their
 // policy), with no lock: the per-thread cache in front of the shared
 // policy registry.
 //
@@ -31,12 +31,13 @@ struct Run {
   std::uint16_t lo = 0, hi = 0, next = 0;
 };
 
-/// What a thread remembers of a container: its last node (where a
-/// container hint places the next one), its open runs, and its policy as
-/// last read from the registry (valid while `epoch` matches).
+/// What a thread remembers of a container: its open runs, and its policy
+/// as last read from the registry (valid while `epoch` matches). (Not its
+/// last node: a container at a reused address would inherit an earlier
+/// container's; a container hint anchors on the thread's last placed node
+/// only, LocalHeap::recent_node.)
 struct ContainerSlot {
   const void *container = nullptr;
-  const void *last = nullptr;
   Run up, down;
   std::int8_t policy = -1; // -1: the process default
   std::uint8_t k = 0;      // 0: the process default

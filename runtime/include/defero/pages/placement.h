@@ -55,6 +55,15 @@ public:
     return pg;
   }
 
+  /// Whether p is a block this heap owns and has handed out (not free).
+  bool holdsLive(const void *p) const {
+    const SlotPage *pg = PageArena::get().spanOf(p);
+    if (!pg || pg->owner != this)
+      return false;
+    const unsigned i = pg->slotAt(p);
+    return i != kNoSlot && !this->isFree(pg, i);
+  }
+
   /// A free slot within `reach` slots of anchor's slot in pg: on the side
   /// `up_first` names if there is one there, else on the other; nullptr if
   /// none. (Not the nearest: a list or an in-order walk goes one way.)

@@ -54,10 +54,10 @@ private:
 };
 
 /// The process's live bytes as the heaps publish them, and the peak. A heap
-/// publishes at each refill of a span (and when its thread exits, and when
-/// statistics are read), so the peak misses at most, per thread, the room
-/// its Current spans had at its last refill: one span (64 KiB) per size
-/// class in use.
+/// publishes once its word caches have claimed 256 KiB since it last did
+/// (WordCacheLayer::kPublishBytes), when its thread exits, and when
+/// statistics are read, so the peak misses at most, per thread, 256 KiB plus
+/// the blocks it placed by hints since, less the frees since.
 struct LiveTotals {
   std::atomic<std::int64_t> live{0}, peak{0};
   std::size_t canary = 0; ///< bytes of each slot that are not the block's

@@ -4,7 +4,7 @@
 // Costs: malloc hit, a tzcnt, a clear, a multiply and an add, and a test
 // that the program did not free the slot meanwhile (about 22 instructions
 // with the class lookup; no counter: a claimed word counts all its slots
-// at once); an empty cache claims the lowest word with a free slot (the
+// at once); an empty cache claims the next word with a free slot (the
 // summary's tzcnt), once per up to 64 mallocs.
 #pragma once
 
@@ -128,17 +128,22 @@ public:
       pg = this->replaceCurrent(cls);
       if (!pg)
         return nullptr;
-      publishLive();
     }
     WordCache &c = words_[cls];
     if (cache_page_[cls])
       cache_page_[cls]->cached_word = kNoWord;
     std::uint64_t bits;
-    const unsigned w = pg->takeLowestWord(bits);
+    const unsigned w = pg->takeNextWord(bits);
     // The claimed slots count as allocated now (so the fast path counts
     // nothing); uncache() and cachedSlots() take back what is unhanded.
-    this->count.allocs[cls].add(static_cast<std::uint64_t>(__builtin_popcountll(bits)));
+    const unsigned n = popcount64(bits);
+    this->count.allocs[cls].add(n);
     __atomic_store_n(&c.bits, bits, __ATOMIC_RELAXED);
+    // The live bytes reach the process total (and its peak) once this
+    // thread has claimed kPublishBytes since it last published.
+    unpublished_ += n * pg->slot_bytes;
+    if (__builtin_expect(unpublished_ >= kPublishBytes, 0))
+      publishLive();
     pg->cached_word = static_cast<std::uint8_t>(w);
     cache_page_[cls] = pg;
     c.word = &pg->free[w];
@@ -164,8 +169,8 @@ public:
                                                    __builtin_ctzll(pg->free[w] & c.bits))));
       pg->free[w] |= c.bits;
       pg->summary |= std::uint64_t{1} << w;
-      pg->used = static_cast<std::uint16_t>(pg->used - __builtin_popcountll(c.bits));
-      this->count.allocs[cls].add(0 - static_cast<std::uint64_t>(__builtin_popcountll(c.bits)));
+      pg->used = static_cast<std::uint16_t>(pg->used - popcount64(c.bits));
+      this->count.allocs[cls].add(0 - static_cast<std::uint64_t>(popcount64(c.bits)));
       __atomic_store_n(&c.bits, 0, __ATOMIC_RELAXED);
     }
   }
@@ -182,25 +187,34 @@ public:
   std::uint64_t cachedSlots() const {
     std::uint64_t n = 0;
     for (const WordCache &c : words_)
-      n += static_cast<std::uint64_t>(__builtin_popcountll(__atomic_load_n(&c.bits, __ATOMIC_RELAXED)));
+      n += popcount64(__atomic_load_n(&c.bits, __ATOMIC_RELAXED));
     return n;
   }
   std::int64_t cachedBytes(std::size_t canary) const {
     std::int64_t n = 0;
     for (unsigned cls = 0; cls < Super::kClasses; ++cls)
-      n += __builtin_popcountll(__atomic_load_n(&words_[cls].bits, __ATOMIC_RELAXED)) *
-           static_cast<std::int64_t>(kbit::kClassBytes[cls] - canary);
+      if (const std::uint64_t b = __atomic_load_n(&words_[cls].bits, __ATOMIC_RELAXED))
+        n += popcount64(b) * static_cast<std::int64_t>(kbit::kClassBytes[cls] - canary);
     return n;
   }
   /// SpanHeap::publishLive without the unhanded slots (the owner, or
   /// anyone while the heap has no thread).
-  void publishLive() { Super::publishLive(cachedBytes(this->totals_->canary)); }
+  void publishLive() {
+    unpublished_ = 0;
+    Super::publishLive(cachedBytes(this->totals_->canary));
+  }
+  /// Bytes a thread claims between two publications of its live bytes:
+  /// the process's peak_live_bytes may miss up to this much per thread
+  /// (plus the unhanded slots of one word per size class), and a refill
+  /// costs O(1) in between (publishing reads every class's counters).
+  static constexpr std::uint64_t kPublishBytes = 256 * 1024;
 
 private:
   /// The bitmap word of an empty word cache (nothing is ever freed there).
   static constexpr std::uint64_t kNoWordBits = 0;
   WordCache words_[Super::kClasses];
   SlotPage *cache_page_[Super::kClasses] = {}; ///< the span of each cached word
+  std::uint64_t unpublished_ = 0; ///< bytes claimed since the last publishLive
 };
 
 } // namespace defero::pages
