@@ -29,8 +29,9 @@ DEFERO_ENTRY_IS(__defero_new_hinted, DEFERO_FN_NEW_HINTED);
 
 extern "C" {
 
-void *defero_malloc(size_t size) { return processHeap().malloc(size); }
-void defero_free(void *ptr) { processHeap().free(ptr, "defero_free"); }
+// The same inline fast paths as malloc and free (overrides.cpp).
+void *defero_malloc(size_t size) { return defero::mallocFastOr(size, defero::mallocFull); }
+void defero_free(void *ptr) { defero::freeFastOr(ptr, "defero_free", defero::freeFull); }
 void *defero_alloc_near(size_t size, const void *hint) {
   return processHeap().allocNear(size, hint);
 }
@@ -112,9 +113,10 @@ OperatorNew replacedOperatorNew() {
 __attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t size,
                                               int kind, int side, const void *container,
                                               const void *where) {
-  defero::ProcessHeap::setHint(h, defero::PendingHint{static_cast<std::uint8_t>(kind),
-                                                      static_cast<std::int8_t>(side),
-                                                      container, where});
+  defero::ProcessHeap::setHint(
+      h, defero::PendingHint{static_cast<std::uint8_t>(kind),
+                             static_cast<std::int8_t>(kind == defero::kHintTree && side),
+                             container, where});
   if (void *p = processHeap().mallocSlow(size, nullptr))
     return p;
   return defero::newSlow(size, 0, false);
@@ -144,16 +146,16 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
                            replaced_state.load(std::memory_order_relaxed) != kOurs,
                        0))
     return newHintedOther(size, kind, container, where, side);
-  const int left = kind == defero::kHintTree && side;
   if (kind == defero::kHintContainer)
     where = nullptr;
   h->count.hints[kind - 1].add(1);
-  if (defero::PendingHint anchored{static_cast<std::uint8_t>(kind), static_cast<std::int8_t>(left),
+  // (side is read for tree hints only: linksBefore)
+  if (defero::PendingHint anchored{static_cast<std::uint8_t>(kind), static_cast<std::int8_t>(side != 0),
                                    container, where};
       defero::fastAnchor(h, anchored))
     if (void *p = defero::placeBeside(h, size, anchored))
       return p;
-  return newHintedSlow(h, size, kind, left, container, where);
+  return newHintedSlow(h, size, kind, side, container, where);
 }
 
 } // extern "C"

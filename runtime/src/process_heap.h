@@ -238,7 +238,7 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const Pendi
 /// Whether h may place hinted blocks on the fast path (no tracing, no
 /// real-time backend, no container with a policy of its own).
 DEFERO_ALWAYS_INLINE bool hintFastPathOpen(const LocalHeap *h) {
-  return (h->divert | g_any_policy.load(std::memory_order_relaxed)) == 0;
+  return h->divert == 0 && !g_any_policy.load(std::memory_order_relaxed);
 }
 
 /// Whether a hint can take the fast path (placeBeside), and its anchor: a
