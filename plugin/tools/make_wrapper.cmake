@@ -4,8 +4,9 @@
 #         -DPLUGIN=... -DCLANG_PLUGIN=... -DRUNTIME=... -DSTLPATCH=...
 #         -P make_wrapper.cmake
 # The wrapper carries the identity of what it loads (the first 16 hex digits
-# of the SHA-256 of DeferoPlugin.so, DeferoClangPlugin.so and libdefero.so),
-# so it changes, and only changes, when one of them does: a compiler cache
+# of the SHA-256 of DeferoPlugin.so, DeferoClangPlugin.so and libdefero.so,
+# and of the clang's --version), so it changes, and only changes, when one
+# of them does: a compiler cache
 # that checks the compiler (ccache's compiler_check: mtime, content or
 # --version) then stops reusing objects the old plugin compiled.
 foreach(var TEMPLATE OUT NAME LANG COMPILER PLUGIN CLANG_PLUGIN RUNTIME STLPATCH)
@@ -23,7 +24,17 @@ foreach(part "plugin|${PLUGIN}" "clang-plugin|${CLANG_PLUGIN}" "runtime|${RUNTIM
   string(SUBSTRING "${sum}" 0 16 sum)
   string(APPEND identity "${label} ${sum}, ")
 endforeach()
-string(REGEX REPLACE ", $" "" identity "${identity}")
+# And the clang it runs, by its --version (Debian's revision included), so
+# an upgraded clang is a new compiler too (the build reruns this when the
+# clang binary changes: plugin/CMakeLists.txt).
+execute_process(COMMAND "${COMPILER}" --version OUTPUT_VARIABLE clang_version
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "make_wrapper.cmake: ${COMPILER} --version failed")
+endif()
+string(SHA256 sum "${clang_version}")
+string(SUBSTRING "${sum}" 0 16 sum)
+string(APPEND identity "clang ${sum}")
 
 get_filename_component(LIBDIR "${RUNTIME}" DIRECTORY)
 file(READ "${TEMPLATE}" text)

@@ -109,8 +109,9 @@ def check_toolchain(a, build):
         "CMAKE_C_COMPILER_AR": "llvm-ar", "CMAKE_C_COMPILER_RANLIB": "llvm-ranlib",
         "CMAKE_NM": "llvm-nm", "CMAKE_OBJCOPY": "llvm-objcopy",
         "CMAKE_OBJDUMP": "llvm-objdump", "CMAKE_STRIP": "llvm-strip",
-        "CMAKE_LINKER": "ld",
     }
+    # (Not CMAKE_LINKER: CMake prefers any ld.lld on the PATH to
+    # defero-ld, and clang, not CMAKE_LINKER, runs the linker of a link.)
     for var, tool in expected.items():
         want = run([cxx, f"-print-prog-name={tool}"]).stdout.strip()
         if not os.path.isabs(want):

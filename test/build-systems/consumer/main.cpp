@@ -1,7 +1,8 @@
 // 1000 journal entries, 1000 word lookups over 200 distinct words of
-// lengths 3..12: the program prints a checksum, and its stats report 1000
-// neighbour hints, 200 container hints and 10 tree hints (first insertion
-// into an empty tree included).
+// lengths 4..15 (3..12 letters and the id's digits): the program prints a
+// checksum, and its stats report 1000 neighbour hints, 200 container hints
+// and 12 tree hints, one per distinct length (the first insertion into the
+// empty tree included).
 #include <cstdio>
 #include <string>
 
