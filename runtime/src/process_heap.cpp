@@ -212,12 +212,11 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
   }
   LocalHeap *h = heap();
   if (pg) {
-    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
-    const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
-    if (i >= pg->slots)
-      os::fatal_pointer(call, p, "pointer not allocated by this heap");
-    if (std::uintptr_t{i} * pg->slot_bytes != off)
-      os::fatal_pointer(call, p, "pointer is inside a block, not its start");
+    const unsigned i = pg->slotAt(p);
+    if (i == pages::kNoSlot)
+      os::fatal_pointer(call, p,
+                        pg->slotHolding(p) >= pg->slots ? "pointer not allocated by this heap"
+                                                        : "pointer is inside a block, not its start");
     checkCanary(p, pg->slot_bytes, call);
     if (pg->owner == h)
       h->freeLocal(pg, i, call);
@@ -278,9 +277,8 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   }
   std::size_t old;
   if (SlotPage *pg = PageArena::get().spanOf(p)) {
-    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
-    const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
-    if (i >= pg->slots || std::uintptr_t{i} * pg->slot_bytes != off)
+    const unsigned i = pg->slotAt(p);
+    if (i == pages::kNoSlot)
       os::fatal_pointer(call, p, "pointer is inside a block, not its start");
     if (pg->owner == tls_heap && tls_heap->isFree(pg, i))
       os::fatal_pointer(call, p, "pointer is not a live block of this heap");
@@ -330,9 +328,8 @@ std::size_t ProcessHeap::usableSize(const void *p) {
       return rt_->usableSize(p);
   }
   if (SlotPage *pg = PageArena::get().spanOf(p)) {
-    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - pg->start;
-    const unsigned i = static_cast<unsigned>(kbit::divideByClass(off, pg->cls));
-    if (i >= pg->slots || std::uintptr_t{i} * pg->slot_bytes != off)
+    const unsigned i = pg->slotAt(p);
+    if (i == pages::kNoSlot)
       return 0;
     // Another thread's span is read without its owner's lock-free state:
     // a block it owns is trusted to be live (as glibc does).
