@@ -104,6 +104,8 @@ OperatorNew replacedOperatorNew() {
                    std::memory_order_relaxed);
     s = same ? kOurs : kTheirs;
     replaced_state.store(s, std::memory_order_release);
+    if (s == kOurs)
+      defero::g_new_ours.store(true, std::memory_order_relaxed);
   }
   return s == kTheirs ? replaced.load(std::memory_order_relaxed) : nullptr;
 }
@@ -128,6 +130,12 @@ __attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t 
 /// its own operator new gets exactly what an unfused hint gives it: the
 /// one-shot hint, then its operator new (its operator delete will free
 /// the node).
+/// __defero_new_hinted off its first fast path: beside the anchor
+/// (placeBeside), else the slow paths.
+__attribute__((noinline)) void *newHintedBeside(std::size_t size, int kind,
+                                                const void *container, const void *where,
+                                                int side);
+
 __attribute__((noinline)) void *newHintedOther(std::size_t size, int kind,
                                                const void *container, const void *where,
                                                int side);
@@ -136,10 +144,22 @@ __attribute__((noinline)) void *newHintedOther(std::size_t size, int kind,
 
 extern "C" {
 
-// The fast path calls nothing (placeBeside is inline) and ends in tail
-// calls, so it needs no stack frame.
+// The first fast path (the slot above the thread's recent node) is about
+// 40 instructions with no stack frame; the rest go out of line.
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
+  if (void *p = defero::placeAfterRecent<true>(*defero::tls_recent, size, kind, container,
+                                               where, side))
+    return p;
+  return newHintedBeside(size, kind, container, where, side);
+}
+
+} // extern "C"
+
+namespace {
+
+void *newHintedBeside(std::size_t size, int kind, const void *container, const void *where,
+                      int side) {
   defero::LocalHeap *h = defero::tls_heap;
   if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
                            size > defero::kMaxFast || !defero::hintFastPathOpen(h) ||
@@ -157,10 +177,6 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
       return p;
   return newHintedSlow(h, size, kind, side, container, where);
 }
-
-} // extern "C"
-
-namespace {
 
 void *newHintedOther(std::size_t size, int kind, const void *container, const void *where,
                      int side) {
@@ -196,6 +212,7 @@ __attribute__((constructor)) void deferoLoad() {
   // and a program's heap should not depend on whether its nodes come
   // through the fused entry or through operator new.
   (void)replacedOperatorNew();
+  defero::openRecent(defero::tls_heap); // (a heap attached by an earlier constructor)
   pthread_atfork(forkPrepare, forkParent, forkChild);
 }
 

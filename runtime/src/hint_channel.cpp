@@ -62,7 +62,8 @@ void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth)
 /// slot within a line or two of it is free; else the next slot of the container's run;
 /// else, for a container that has no run yet and no anchor here, an
 /// unhinted slot.
-void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
+void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
+                          const PendingHint &hint) {
   pages::ContainerSlot *cs = h->container(hint.container);
   if (!cs) // no memory for the table: an unhinted block
     return h->malloc(cls);
@@ -80,7 +81,7 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
     // insert after an insert); a remembered anchor, not one the program
     // named, so only while it is live (a node of an earlier container at
     // the same address, since freed, anchors nothing).
-    anchor = hint.container == h->recent_container ? h->recent_node : nullptr;
+    anchor = hint.container == h->recent.container ? h->recent.node : nullptr;
     if (anchor && !h->holdsLive(anchor))
       anchor = nullptr;
   }
@@ -93,8 +94,8 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
     cs->up = pages::Run{};
     cs->down = pages::Run{};
     cs->runs = 0;
-    if (h->recent_container == hint.container)
-      h->noteRecent(hint.container, nullptr, nullptr, 0);
+    if (h->recent.container == hint.container)
+      h->noteRecent(hint.container, nullptr, nullptr, 0, 0);
   }
   void *p = nullptr;
   if (pred != Predicate::First) {
@@ -113,7 +114,9 @@ void *ProcessHeap::hinted(LocalHeap *h, unsigned cls, const PendingHint &hint) {
   if (!p)
     return nullptr;
   SlotPage *ppg = PageArena::get().spanOf(p);
-  h->noteRecent(hint.container, p, ppg, ppg ? ppg->slotHolding(p) : 0);
+  h->noteRecent(hint.container, p, ppg, ppg ? ppg->slotHolding(p) : 0, sz);
+  if (cs->policy >= 0) // placed by its policy: no continuation on the fast path
+    h->recent.size = ~std::size_t{0};
   h->count.hinted_allocs.add(1);
   if (cs->policy >= 0)
     h->count.policy_allocs.add(1);
@@ -168,6 +171,10 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
   }
   registry_.setPolicy(c, p, static_cast<unsigned>(k));
   g_any_policy.store(true, std::memory_order_relaxed);
+  // The calling thread's continuation of c ends (placeAfterRecent does
+  // not read policies).
+  if (LocalHeap *h = tls_heap; h && h->recent.container == c)
+    h->recent.size = ~std::size_t{0};
 }
 
 } // namespace defero

@@ -24,8 +24,17 @@ LocalHeap &kNoFastHeap = no_fast_heap.heap;
 constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 constinit thread_local LocalHeap *tls_fast
     __attribute__((tls_model("initial-exec"))) = &no_fast_heap.heap;
+constinit LocalHeap::Recent kClosedRecent;
+constinit thread_local LocalHeap::Recent *tls_recent
+    __attribute__((tls_model("initial-exec"))) = &kClosedRecent;
 pages::LiveTotals g_live;
 std::atomic<bool> g_any_policy{false};
+std::atomic<bool> g_new_ours{false};
+
+void openRecent(LocalHeap *h) {
+  tls_recent = h && !h->divert && g_new_ours.load(std::memory_order_relaxed) ? &h->recent
+                                                                             : &kClosedRecent;
+}
 
 namespace {
 // Outside the small-object window a block's history is not kept, so a
@@ -73,9 +82,10 @@ LocalHeap *ProcessHeap::attachHeap() {
   }
   h->hint = PendingHint{};
   h->forgetContainers();
-  h->noteRecent(nullptr, nullptr, nullptr, 0);
+  h->noteRecent(nullptr, nullptr, nullptr, 0, 0);
   tls_heap = h;
   tls_fast = h->divert ? &kNoFastHeap : h;
+  openRecent(h);
   exit_hook_.arm(h);
   return h;
 }
@@ -92,6 +102,7 @@ void ProcessHeap::threadExit(void *value) {
   h->hint = PendingHint{};
   tls_heap = nullptr;
   tls_fast = &kNoFastHeap;
+  tls_recent = &kClosedRecent;
   std::lock_guard<SpinLock> guard(self.heaps_lock_);
   h->next_orphan = self.orphans_;
   self.orphans_ = h;
@@ -115,7 +126,7 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
   if (sz > kMaxSmall)
     return mallocLarge(h, sz, os::kPageBytes, fresh);
   const unsigned cls = kbit::classOf(sz + kCanaryBytes);
-  void *p = hint.kind ? hinted(h, cls, hint) : h->malloc(cls);
+  void *p = hint.kind ? hinted(h, sz, cls, hint) : h->malloc(cls);
   if (__builtin_expect(!p, 0)) // the small-object window is full
     return mallocLarge(h, sz, os::kPageBytes, fresh);
   finishSmall(h, p, cls);
@@ -364,11 +375,29 @@ void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
   return mallocFull(sz); // the small-object window is full
 }
 
-// The hinted fast path calls nothing, so this needs no stack frame.
-void *mallocFull(std::size_t sz) {
+namespace {
+/// mallocFull once no one-shot hint continues the recent placement.
+__attribute__((noinline)) void *mallocBeside(std::size_t sz) {
   if (void *p = mallocHintedFast(sz))
     return p;
   return mallocSlowEntry(sz);
+}
+} // namespace
+
+// The hinted fast paths call nothing, so this needs no stack frame.
+void *mallocFull(std::size_t sz) {
+  // A one-shot hint that continues the thread's recent placement.
+  LocalHeap *h = tls_heap;
+  if (!h || !h->hint.kind || g_any_policy.load(std::memory_order_relaxed))
+    return mallocBeside(sz);
+  const PendingHint &hint = h->hint;
+  void *p =
+      placeAfterRecent<false>(*tls_recent, sz, hint.kind, hint.container, hint.where, hint.side);
+  if (!p)
+    return mallocBeside(sz);
+  h->hint.kind = kHintNone;
+  tls_fast = h;
+  return p;
 }
 void freeFull(void *p, const char *call) { processHeap().freeSlow(p, call); }
 

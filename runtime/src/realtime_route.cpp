@@ -16,8 +16,10 @@ void ProcessHeap::startRealtime() {
   std::lock_guard<SpinLock> guard(heaps_lock_);
   for (LocalHeap *h = heaps_; h; h = h->next_heap)
     h->divert = divertFlag();
-  if (rt_)
-    tls_fast = &kNoFastHeap; // (the only thread with a heap yet: the constructor)
+  if (rt_) { // (the only thread with a heap yet: the constructor)
+    tls_fast = &kNoFastHeap;
+    tls_recent = &kClosedRecent;
+  }
 }
 
 /// A program allocation in a real-time build: the pending hint is consumed
@@ -48,9 +50,9 @@ std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
     std::lock_guard<SpinLock> guard(heaps_lock_);
     for (const LocalHeap *h = heaps_; h; h = h->next_heap) {
       for (int k = 0; k < 3; ++k)
-        hints[k] += h->count.hints[k].get();
-      hinted += h->count.hinted_allocs.get();
-      same += h->count.hint_same_class.get();
+        hints[k] += h->hintsOf(static_cast<unsigned>(k));
+      hinted += h->hintedAllocs();
+      same += h->hintSameClass();
       boot += h->smallAllocs() - h->cachedSlots();
     }
   }

@@ -29,9 +29,9 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       live += h->smallLiveBytes(kCanaryBytes) - h->cachedBytes(kCanaryBytes) -
               h->livePublished();
       for (int k = 0; k < 3; ++k)
-        hints[k] += h->count.hints[k].get();
-      hinted += h->count.hinted_allocs.get();
-      same += h->count.hint_same_class.get();
+        hints[k] += h->hintsOf(static_cast<unsigned>(k));
+      hinted += h->hintedAllocs();
+      same += h->hintSameClass();
       own += h->count.policy_allocs.get();
     }
   }

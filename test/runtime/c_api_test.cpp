@@ -427,6 +427,128 @@ TEST(CApiHints, FusedHintedNew) {
     r.held.push_back(x);
 }
 
+namespace {
+
+/// A std::list-like chain built by push_back through the fused entry (or
+/// the one-shot hint and defero_malloc): libstdc++'s {next, prev} links,
+/// the header at `head`.
+std::vector<void **> pushBackChain(void *head[2], std::size_t n, std::size_t size, bool fused) {
+  std::vector<void **> nodes;
+  void **tail = reinterpret_cast<void **>(head);
+  for (std::size_t i = 0; i < n; ++i) {
+    void **p;
+    if (i == 0) {
+      p = static_cast<void **>(__defero_new_hinted(size, 3, head, nullptr, 0));
+    } else if (fused) {
+      p = static_cast<void **>(__defero_new_hinted(size, 1, head, tail, 0));
+    } else {
+      __defero_hint_neighbor(head, tail);
+      p = static_cast<void **>(defero_malloc(size));
+    }
+    EXPECT_NE(p, nullptr);
+    p[0] = head;
+    p[1] = tail;
+    tail[0] = p;
+    head[1] = p;
+    tail = p;
+    nodes.push_back(p);
+  }
+  return nodes;
+}
+
+} // namespace
+
+// A push_back after push_back takes the slot right above the tail (the
+// hinted fast path's first case) and counts one hint, one hinted
+// allocation and one allocation, whichever way the hint came.
+TEST(CApiHints, PushBackAfterPushBackGoesRightAboveTheTailAndCountsOnce) {
+  requireAutoPolicy();
+  constexpr std::size_t kSize = 48, kNodes = 300;
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "one-shot hint");
+    static void *head[2];
+    head[0] = head[1] = head;
+    const Stats s0 = stats();
+    std::vector<void **> nodes = pushBackChain(head, kNodes, kSize, fused);
+    const Stats s1 = stats();
+    std::size_t above = 0, slot = defero_usable_size(nodes[0]);
+    for (std::size_t i = 1; i < nodes.size(); ++i)
+      above += addr(nodes[i]) == addr(nodes[i - 1]) + slot;
+    // Every node but where a span or a taken slot breaks the run.
+    EXPECT_GE(above, kNodes - 10) << "push_back did not go right above the tail";
+    EXPECT_EQ(num(s1, "allocs") - num(s0, "allocs"), static_cast<long long>(kNodes));
+    EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"),
+              static_cast<long long>(kNodes - 1));
+    EXPECT_EQ(num(s1, "hints.container") - num(s0, "hints.container"), 1);
+    const long long hinted = num(s1, "hinted_allocs") - num(s0, "hinted_allocs");
+    const long long same = num(s1, "hint_same_class") - num(s0, "hint_same_class");
+    EXPECT_EQ(hinted, static_cast<long long>(kNodes));
+    // Same K-class as the tail except where the run crosses into the next.
+    const long long crossings = static_cast<long long>(kNodes * slot / classBytes()) + 2;
+    EXPECT_LE(same, hinted - 1) << "the first node has no anchor";
+    EXPECT_GE(same, hinted - 1 - crossings);
+    EXPECT_EQ(num(s1, "live_bytes") - num(s0, "live_bytes"),
+              static_cast<long long>(kNodes * slot));
+    for (void **p : nodes)
+      defero_free(p);
+    const Stats s2 = stats();
+    EXPECT_EQ(num(s2, "frees") - num(s1, "frees"), static_cast<long long>(kNodes));
+    EXPECT_EQ(num(s2, "live_bytes"), num(s0, "live_bytes"));
+  }
+}
+
+// What the fast path must not take for a continuation: another size, a
+// node in the middle (insert before it), a left child, a kind it does not
+// know, a freed node named by a container hint.
+TEST(CApiHints, OnlyATrueContinuationTakesTheSlotAboveTheTail) {
+  requireAutoPolicy();
+  static void *head[2];
+  head[0] = head[1] = head;
+  std::vector<void **> nodes = pushBackChain(head, 8, 48, true);
+  void **tail = nodes.back();
+  const long long h0 = num(stats(), "hinted_allocs");
+  void *other = __defero_new_hinted(200, 1, head, tail, 0); // another size
+  ASSERT_NE(other, nullptr);
+  EXPECT_GE(defero_usable_size(other), 200u);
+  EXPECT_NE(addr(other), addr(tail) + 48);
+  void *unknown = __defero_new_hinted(48, 42, head, tail, 0);
+  EXPECT_NE(unknown, nullptr);
+  EXPECT_EQ(num(stats(), "hinted_allocs"), h0 + 1) << "an unknown kind is not a hint";
+  // A left child of the tail goes below it when there is room there.
+  void **below = nodes[nodes.size() - 2];
+  ASSERT_EQ(addr(below), addr(tail) - 48) << "the chain was not contiguous";
+  nodes.erase(nodes.end() - 2);
+  defero_free(below);
+  void *left = __defero_new_hinted(48, 2, head, tail, 1);
+  ASSERT_NE(left, nullptr);
+  EXPECT_EQ(addr(left), addr(tail) - 48);
+  for (void **p : nodes)
+    defero_free(p);
+  for (void *p : {other, unknown, left})
+    defero_free(p);
+  // Every node of the container freed: a container hint has no anchor.
+  void *fresh = __defero_new_hinted(48, 3, head, nullptr, 0);
+  ASSERT_NE(fresh, nullptr);
+  defero_free(fresh);
+}
+
+// A policy set on a container ends the calling thread's continuation of
+// it: the next push_back is placed by the policy (and counted as such).
+TEST(CApiPolicy, APolicySetMidChainIsReadOnTheNextPushBack) {
+  requireAutoPolicy();
+  static void *head[2];
+  head[0] = head[1] = head;
+  std::vector<void **> nodes = pushBackChain(head, 4, 48, true);
+  const long long p0 = num(stats(), "policy_allocs");
+  __defero_container_policy(head, "best", 0);
+  void *next = __defero_new_hinted(48, 1, head, nodes.back(), 0);
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(num(stats(), "policy_allocs"), p0 + 1);
+  for (void **p : nodes)
+    defero_free(p);
+  defero_free(next);
+}
+
 // --- container policies -------------------------------------------------------
 
 TEST(CApiPolicy, BadPredicateOrKIsReportedInOneLineAndChangesNothing) {

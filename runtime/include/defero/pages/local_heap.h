@@ -12,8 +12,10 @@
 //
 // Costs (x86-64, callgrind, with the process heap's inline paths): malloc
 // hit 22 instructions, free by the owner 26, a free from another thread a
-// link into the outbox (one CAS per 32), a hinted malloc beside its anchor
-// about 100 more than an unhinted one through the fused entry.
+// link into the outbox (one CAS per 32). Through the fused entry, a hinted
+// malloc that continues the thread's last placement (push_back after
+// push_back: the slot right above the tail) costs about 22 instructions
+// more than an unhinted one; beside any other anchor, about 100 more.
 //
 // A heap outlives its thread: when the thread exits the heap is orphaned
 // whole (its spans keep pointing at it, remote frees keep arriving) and the
@@ -48,23 +50,44 @@ public:
   // --- bookkeeping read by the process heap ---------------------------------
 
   PendingHint hint;           ///< this thread's pending one-shot hint
-  /// The container of the thread's last hinted allocation and the node it
-  /// got (the fast path records only these; a container hint for the same
-  /// container then goes beside that node).
-  const void *recent_container = nullptr, *recent_node = nullptr;
-  /// recent_node's span and slot (recent_page null: not known), so that a
-  /// hint naming that node (push_back after push_back) skips the page map
-  /// and the slot's multiply. A span never changes while a node lives in
-  /// it, so these stay right as long as recent_node is the same address.
-  SlotPage *recent_page = nullptr;
-  std::uint32_t recent_slot = 0;
+  /// The node this thread placed last by a hint, and what the hinted fast
+  /// path needs to place the next one right above it (push_back after
+  /// push_back, an ascending insert into a tree, a container hint for the
+  /// same container) with no page map, multiply or class lookup. A span
+  /// never changes while a node lives in it, so page and slot stay right
+  /// as long as a live node at `node` is named.
+  struct Recent {
+    const void *node = nullptr;      ///< null: none
+    const void *container = nullptr; ///< the container it was placed for
+    SlotPage *page = &kNoPage;       ///< node's span (kNoPage: none; never null)
+    std::uint64_t slot = 0;          ///< node's slot in page
+    std::size_t size = ~std::size_t{0}; ///< the request it answered
+    OwnerCounter *placed = nullptr;  ///< &count.placed[0][page's class]
+    std::uintptr_t class_end = 0;    ///< the end of node's K-class
+  } recent;
 
-  /// Records p, just placed for `container`, as the thread's recent node.
-  void noteRecent(const void *container, const void *p, SlotPage *pg, std::uint32_t slot) {
-    recent_container = container;
-    recent_node = p;
-    recent_page = pg;
-    recent_slot = slot;
+  /// Records p (slot `slot` of pg, answering a request of sz bytes), just
+  /// placed for `container`, as the thread's recent node; p null: none.
+  void noteRecent(const void *container, const void *p, SlotPage *pg, std::uint64_t slot,
+                  std::size_t sz) {
+    recent.container = container;
+    recent.node = p;
+    if (!p || !pg) {
+      recent.page = &kNoPage;
+      recent.size = ~std::size_t{0};
+      return;
+    }
+    recent.page = pg;
+    recent.slot = slot;
+    recent.size = sz;
+    recent.placed = &count.placed[0][pg->cls];
+    recent.class_end = classEnd(p);
+  }
+  /// The end of the K-class of the recent node, p, just placed above it
+  /// (the fast path's placement crossed into the next class).
+  void crossedClass(const void *p) {
+    count.placed_crossed.add(1);
+    recent.class_end = classEnd(p);
   }
   std::uint8_t divert = 0;    ///< nonzero: every call takes the full path
   LocalHeap *next_heap = nullptr;   ///< every heap (ProcessHeap's list)

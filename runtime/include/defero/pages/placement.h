@@ -153,6 +153,16 @@ public:
     return ((x - base) >> this->class_shift_) == ((y - base) >> this->class_shift_);
   }
 
+  /// The first address past the K-class of p (in the window).
+  std::uintptr_t classEnd(const void *p) const {
+    if (this->class_shift_ >= 40)
+      return ~std::uintptr_t{0};
+    const std::uintptr_t base = PageArena::get().base();
+    return ((((reinterpret_cast<std::uintptr_t>(p) - base) >> this->class_shift_) + 1)
+            << this->class_shift_) +
+           base;
+  }
+
 private:
   void *takeFromRun(Run &r, unsigned j, bool down, unsigned stride) {
     r.span->take(j);
@@ -175,11 +185,8 @@ private:
   /// container's `runs`-th: kFirstRunBytes << runs bytes, at least one
   /// slot, and never past the end of lo's K-class.
   unsigned runEnd(const SlotPage *rp, unsigned lo, unsigned runs) const {
-    const std::uintptr_t base = PageArena::get().base();
     const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(rp->address(lo));
-    const std::uintptr_t class_end =
-        this->class_shift_ >= 40 ? ~std::uintptr_t{0}
-                           : ((((a - base) >> this->class_shift_) + 1) << this->class_shift_) + base;
+    const std::uintptr_t class_end = classEnd(rp->address(lo));
     const std::uintptr_t want = runs >= 24 ? ~std::uintptr_t{0} : a + (kFirstRunBytes << runs);
     const std::uintptr_t end = want < class_end ? want : class_end;
     unsigned hi = static_cast<unsigned>((end - rp->start + rp->slot_bytes - 1) / rp->slot_bytes);

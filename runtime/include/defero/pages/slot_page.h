@@ -342,4 +342,9 @@ static_assert(offsetof(SlotPage, summary) == 64, "the fixed fields fill one line
 static_assert(offsetof(SlotPage, free) == 128, "the owner's fields fill one line");
 static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8);
 
+/// A span with no slot: what a pointer to a span that must never be null
+/// names when there is none (every search of it, and every bound check
+/// against `slots`, fails).
+inline constinit SlotPage kNoPage{};
+
 } // namespace defero::pages

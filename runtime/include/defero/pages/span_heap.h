@@ -161,22 +161,59 @@ public:
     OwnerCounter allocs[kClasses], frees[kClasses];
     OwnerCounter large_allocs, large_frees;
     OwnerCounter hints[3], hinted_allocs, hint_same_class, policy_allocs;
+    /// Blocks the hinted fast path placed right above the thread's recent
+    /// node, one counter per call instead of four: row k < 3 by the fused
+    /// entry for a hint of kind k + 1 (a hint, a hinted allocation and an
+    /// allocation of the class, in the anchor's K-class unless counted in
+    /// placed_crossed); row 3 by malloc after a one-shot hint (counted as
+    /// a hint when it was sent).
+    OwnerCounter placed[4][kClasses];
+    OwnerCounter placed_crossed;
   } count;
+  static constexpr unsigned kPlacedUnfused = 3;
+
+  /// Blocks of class c this heap's thread took (from bitmaps and caches,
+  /// or placed by a hint).
+  std::uint64_t allocsOf(unsigned c) const {
+    std::uint64_t n = count.allocs[c].get();
+    for (const auto &row : count.placed)
+      n += row[c].get();
+    return n;
+  }
+  /// Hints of kind k + 1 the thread sent.
+  std::uint64_t hintsOf(unsigned k) const {
+    std::uint64_t n = count.hints[k].get();
+    for (const auto &c : count.placed[k])
+      n += c.get();
+    return n;
+  }
+  /// Blocks placed by a hint, and those of them in the anchor's K-class.
+  std::uint64_t hintedAllocs() const {
+    std::uint64_t n = count.hinted_allocs.get();
+    for (const auto &row : count.placed)
+      for (const auto &c : row)
+        n += c.get();
+    return n;
+  }
+  std::uint64_t hintSameClass() const {
+    return hintedAllocs() - count.hinted_allocs.get() + count.hint_same_class.get() -
+           count.placed_crossed.get();
+  }
   /// Live bytes of small blocks by this heap's counts (allocated by its
   /// thread minus freed by it; may be negative when the thread frees blocks
   /// others allocated). Any thread may call it; O(classes).
   std::int64_t smallLiveBytes(std::size_t canary) const {
     std::int64_t live = 0;
     for (unsigned c = 0; c < kClasses; ++c)
-      live += static_cast<std::int64_t>(count.allocs[c].get() - count.frees[c].get()) *
+      live += static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get()) *
               static_cast<std::int64_t>(kbit::kClassBytes[c] - canary);
     return live;
   }
   /// Small allocations and frees counted by this heap.
   std::uint64_t smallAllocs() const {
     std::uint64_t n = 0;
-    for (const auto &c : count.allocs)
-      n += c.get();
+    for (unsigned c = 0; c < kClasses; ++c)
+      n += allocsOf(c);
     return n;
   }
   std::uint64_t smallFrees() const {
