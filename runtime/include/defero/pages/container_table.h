@@ -3,16 +3,17 @@
 // policy), with no lock: the per-thread cache in front of the shared
 // policy registry.
 //
-// Open addressing with linear probing in kSlots entries of metadata memory
-// (mapped on the first hint). It never evicts one entry for another: when
-// it holds kMaxUsed containers it forgets them all at once. So what a
-// container gets never depends on where its address happens to hash (or on
-// ASLR): two runs of a program that insert in the same order place their
+// Open addressing with linear probing, in its own mapping (made on the
+// first hint). At half load it doubles and rehashes, up to kMaxSlots; only
+// a thread that has inserted into more than kMaxSlots / 2 containers
+// forgets them all at once. It never evicts one entry for another, so what
+// a container gets never depends on where its address happens to hash (or
+// on ASLR): two runs of a program that insert in the same order place their
 // nodes the same way.
 //
 // Cost: a multiply for the hash and, at half load at most, about 1.5
-// probes per lookup (Knuth); a forget is one pass over the table, once per
-// kMaxUsed new containers.
+// probes per lookup (Knuth); a growth is one pass over the table, after as
+// many new containers as it held.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,7 @@
 #include <cstring>
 
 #include "defero/pages/slot_page.h"
+#include "defero/platform/os.h"
 
 namespace defero::pages {
 
@@ -35,7 +37,7 @@ struct Run {
 /// as last read from the registry (valid while `epoch` matches). (Not its
 /// last node: a container at a reused address would inherit an earlier
 /// container's; a container hint anchors on the thread's last placed node
-/// only, LocalHeap::recent_node.)
+/// only, LocalHeap::recent.)
 struct ContainerSlot {
   const void *container = nullptr;
   Run up, down;
@@ -47,30 +49,36 @@ struct ContainerSlot {
 
 class ContainerTable {
 public:
-  static constexpr std::size_t kSlots = std::size_t{1} << 14;
-  static constexpr std::size_t kMaxUsed = kSlots / 2;
-  static constexpr std::size_t kBytes = kSlots * sizeof(ContainerSlot);
+  static constexpr unsigned kFirstBits = 12, kMaxBits = 18;
+  static constexpr std::size_t kMaxSlots = std::size_t{1} << kMaxBits;
 
-  /// Uses `memory` (kBytes, zeroed) for the table.
-  void attach(void *memory) { slots_ = static_cast<ContainerSlot *>(memory); }
-  bool ready() const { return slots_ != nullptr; }
+  ContainerTable() = default;
+  ContainerTable(const ContainerTable &) = delete;
+  ContainerTable &operator=(const ContainerTable &) = delete;
+  // (No destructor: a thread's heap, and its table, live as long as the
+  // process.)
+
+  /// Maps the table if it has no memory yet; false if it cannot.
+  bool ready() {
+    return slots_ != nullptr || resize(kFirstBits);
+  }
 
   /// The entry of container c, made if new (c may be null: the entry of
-  /// "no container").
+  /// "no container"). The table must be ready(); an entry stays where it
+  /// is until the next call.
   ContainerSlot &find(const void *c) {
     if (!c)
       c = &kNoContainer;
-    std::size_t i = hash(c);
-    for (;; i = (i + 1) & (kSlots - 1)) {
-      ContainerSlot &s = slots_[i];
-      if (s.container == c)
-        return s;
-      if (s.container == nullptr)
-        break;
-    }
-    if (used_ >= kMaxUsed) {
-      forget();
-      i = hash(c);
+    std::size_t i = probe(c);
+    if (slots_[i].container == c)
+      return slots_[i];
+    if (2 * (used_ + 1) > slots()) {
+      if (bits_ < kMaxBits && resize(bits_ + 1)) {
+        i = probe(c);
+      } else { // a thread with kMaxSlots / 2 containers: start afresh
+        forget();
+        i = hash(c);
+      }
     }
     ++used_;
     ContainerSlot &s = slots_[i];
@@ -82,25 +90,50 @@ public:
   /// Forgets every container.
   void forget() {
     if (slots_)
-      std::memset(static_cast<void *>(slots_), 0, kBytes);
+      std::memset(static_cast<void *>(slots_), 0, slots() * sizeof(ContainerSlot));
     used_ = 0;
   }
 
   std::size_t size() const { return used_; }
+  std::size_t slots() const { return std::size_t{1} << bits_; }
 
 private:
   // The key of "no container" (an empty entry's key is null).
   static constexpr char kNoContainer = 0;
 
-  static std::size_t hash(const void *c) {
+  std::size_t hash(const void *c) const {
     const auto key = reinterpret_cast<std::uintptr_t>(c);
-    return static_cast<std::size_t>((key >> 3) * 0x9E3779B97F4A7C15ull >> 50);
+    return static_cast<std::size_t>((key >> 3) * 0x9E3779B97F4A7C15ull >> (64 - bits_));
+  }
+  /// c's entry, or the empty one where it would go.
+  std::size_t probe(const void *c) const {
+    const std::size_t mask = slots() - 1;
+    std::size_t i = hash(c);
+    while (slots_[i].container != c && slots_[i].container != nullptr)
+      i = (i + 1) & mask;
+    return i;
+  }
+
+  /// Moves the entries into a new mapping of 2^bits slots.
+  bool resize(unsigned bits) {
+    void *m = os::map((std::size_t{1} << bits) * sizeof(ContainerSlot));
+    if (!m)
+      return false;
+    ContainerSlot *old = slots_;
+    const std::size_t old_slots = old ? slots() : 0;
+    slots_ = static_cast<ContainerSlot *>(m);
+    bits_ = bits;
+    for (std::size_t j = 0; j < old_slots; ++j)
+      if (old[j].container)
+        slots_[probe(old[j].container)] = old[j];
+    if (old)
+      os::unmap(old, old_slots * sizeof(ContainerSlot));
+    return true;
   }
 
   ContainerSlot *slots_ = nullptr;
+  unsigned bits_ = kFirstBits;
   std::size_t used_ = 0;
 };
-
-static_assert(std::size_t{1} << (64 - 50) == ContainerTable::kSlots);
 
 } // namespace defero::pages

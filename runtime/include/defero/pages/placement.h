@@ -129,12 +129,8 @@ public:
   /// This thread's record of container c; nullptr if the table cannot be
   /// mapped.
   ContainerSlot *container(const void *c) {
-    if (__builtin_expect(!containers_.ready(), 0)) {
-      void *m = PageArena::get().meta(ContainerTable::kBytes, 4096);
-      if (!m)
-        return nullptr;
-      containers_.attach(m);
-    }
+    if (__builtin_expect(!containers_.ready(), 0))
+      return nullptr;
     return &containers_.find(c);
   }
 
