@@ -1,5 +1,5 @@
 // container_table_test - a thread's table of the containers it inserts into
-// (pages/container_table.h): it grows instead of forgetting, keeps every
+// (pages/container_table.h): it grows before it forgets, keeps every
 // entry's contents through a growth, and forgets all at once only past its
 // largest size.
 #include <gtest/gtest.h>
@@ -23,8 +23,8 @@ TEST(ContainerTable, GrowsAndKeepsEveryEntryPastItsFirstSize) {
   ContainerTable t;
   ASSERT_TRUE(t.ready());
   const std::size_t first = t.slots();
-  // debruijn_net's 65,536 lists: more than the first size holds at half load.
-  const std::size_t n = 65536;
+  // As many containers as the largest table holds at half load.
+  const std::size_t n = ContainerTable::kMaxSlots / 2;
   ASSERT_GT(n, first / 2);
   for (std::size_t i = 0; i < n; ++i) {
     ContainerSlot &s = t.find(containerAt(i));

@@ -4,12 +4,20 @@
 // policy registry.
 //
 // Open addressing with linear probing, in its own mapping (made on the
-// first hint). At half load it doubles and rehashes, up to kMaxSlots; only
-// a thread that has inserted into more than kMaxSlots / 2 containers
-// forgets them all at once. It never evicts one entry for another, so what
-// a container gets never depends on where its address happens to hash (or
-// on ASLR): two runs of a program that insert in the same order place their
-// nodes the same way.
+// first hint). At half load it doubles and rehashes, up to kMaxSlots; a
+// thread that has inserted into more than kMaxSlots / 2 containers forgets
+// them all at once (the pages are given back: no pass over the table, and
+// the entries are faulted in again as containers come back). It never
+// evicts one entry for another, so what a container gets never depends on
+// where its address happens to hash (or on ASLR): two runs of a program
+// that insert in the same order place their nodes the same way.
+//
+// Sizes, measured on debruijn_net's 65,536 lists: a table that kept them
+// all (2^18 entries, 14 MiB touched) doubled the program's peak RSS for 4%
+// of its time; forgetting at 8,192 with a memset of the table cost 4.9% of
+// its instructions; forgetting by giving the pages back costs neither
+// (1127 ms, 17.9 MiB, against 1199 ms with the memset and 1164 ms, 35.6
+// MiB, keeping all).
 //
 // Cost: a multiply for the hash and, at half load at most, about 1.5
 // probes per lookup (Knuth); a growth is one pass over the table, after as
@@ -49,7 +57,7 @@ struct ContainerSlot {
 
 class ContainerTable {
 public:
-  static constexpr unsigned kFirstBits = 12, kMaxBits = 18;
+  static constexpr unsigned kFirstBits = 12, kMaxBits = 14;
   static constexpr std::size_t kMaxSlots = std::size_t{1} << kMaxBits;
 
   ContainerTable() = default;
@@ -89,8 +97,8 @@ public:
 
   /// Forgets every container.
   void forget() {
-    if (slots_)
-      std::memset(static_cast<void *>(slots_), 0, slots() * sizeof(ContainerSlot));
+    if (slots_) // (zero pages again: no pass over the table)
+      os::discard(slots_, slots() * sizeof(ContainerSlot));
     used_ = 0;
   }
 
