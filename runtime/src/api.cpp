@@ -52,22 +52,40 @@ int defero_stats_json(FILE *out) {
   return std::fwrite(buf, 1, n, out) == n && std::fflush(out) == 0 ? 0 : -1;
 }
 
+} // extern "C"
+
+namespace {
+// The hints before the thread has a heap: out of line, so the fast paths
+// need no stack frame.
+__attribute__((noinline)) void hintNeighborSlow(const void *c, const void *n) {
+  processHeap().hintNeighbor(c, n);
+}
+__attribute__((noinline)) void hintTreeSlow(const void *c, const void *parent, int left) {
+  processHeap().hintTree(c, parent, left);
+}
+__attribute__((noinline)) void hintContainerSlow(const void *c) {
+  processHeap().hintContainer(c);
+}
+} // namespace
+
+extern "C" {
+
 // The hints take the fast path once the thread has a heap (its first
-// allocation made it): a TLS load and four stores.
+// allocation made it): a TLS load, a counter and four stores.
 void __defero_hint_neighbor(const void *container, const void *neighbor) {
   if (!defero::hintFast({defero::kHintNeighbor, 0, container, neighbor}, 0))
-    processHeap().hintNeighbor(container, neighbor);
+    return hintNeighborSlow(container, neighbor);
 }
 void __defero_hint_tree(const void *container, const void *parent,
                         int insert_left) {
   if (!defero::hintFast({defero::kHintTree, static_cast<std::int8_t>(insert_left != 0),
                          container, parent},
                         1))
-    processHeap().hintTree(container, parent, insert_left);
+    return hintTreeSlow(container, parent, insert_left);
 }
 void __defero_hint_container(const void *container) {
   if (!defero::hintFast({defero::kHintContainer, 0, container, nullptr}, 2))
-    processHeap().hintContainer(container);
+    return hintContainerSlow(container);
 }
 void __defero_container_policy(const void *container, const char *predicate,
                                int k) {

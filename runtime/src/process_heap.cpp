@@ -10,20 +10,11 @@
 
 namespace defero {
 
-namespace {
-// kNoFastHeap's storage: constructed at load time, never destroyed (a
-// thread may still call malloc after static destructors ran).
-union NoFastHeap {
-  NoFastHeap() : heap(20, nullptr) {} // (any K: it never places)
-  ~NoFastHeap() {}
-  LocalHeap heap;
-} no_fast_heap;
-} // namespace
-LocalHeap &kNoFastHeap = no_fast_heap.heap;
+NoFastHeap g_no_fast_heap;
 
 constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 constinit thread_local LocalHeap *tls_fast
-    __attribute__((tls_model("initial-exec"))) = &no_fast_heap.heap;
+    __attribute__((tls_model("initial-exec"))) = &g_no_fast_heap.heap;
 constinit LocalHeap::Recent kClosedRecent;
 constinit thread_local LocalHeap::Recent *tls_recent
     __attribute__((tls_model("initial-exec"))) = &kClosedRecent;
@@ -84,7 +75,7 @@ LocalHeap *ProcessHeap::attachHeap() {
   h->forgetContainers();
   h->noteRecent(nullptr, nullptr, nullptr, 0, 0);
   tls_heap = h;
-  tls_fast = h->divert ? &kNoFastHeap : h;
+  tls_fast = h->divert ? noFastHeap() : h;
   openRecent(h);
   exit_hook_.arm(h);
   return h;
@@ -101,7 +92,7 @@ void ProcessHeap::threadExit(void *value) {
   h->publishLive();
   h->hint = PendingHint{};
   tls_heap = nullptr;
-  tls_fast = &kNoFastHeap;
+  tls_fast = noFastHeap();
   tls_recent = &kClosedRecent;
   std::lock_guard<SpinLock> guard(self.heaps_lock_);
   h->next_orphan = self.orphans_;
@@ -366,7 +357,7 @@ __attribute__((noinline)) void *mallocSlowEntry(std::size_t sz) {
 } // namespace
 
 void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
-  if (h == &kNoFastHeap) // the thread's first call, a pending hint, ...
+  if (h == noFastHeap()) // the thread's first call, a pending hint, ...
     return mallocFull(sz);
   if (void *p = h->mallocSlow(cls)) {
     finishSmall(h, p, cls);
@@ -387,8 +378,10 @@ __attribute__((noinline)) void *mallocBeside(std::size_t sz) {
 // The hinted fast paths call nothing, so this needs no stack frame.
 void *mallocFull(std::size_t sz) {
   // A one-shot hint that continues the thread's recent placement.
+  // (No hint pending: kind 0, which placeAfterRecent declines. Policies
+  // need no check: see placeAfterRecent.)
   LocalHeap *h = tls_heap;
-  if (!h || !h->hint.kind || g_any_policy.load(std::memory_order_relaxed))
+  if (!h)
     return mallocBeside(sz);
   const PendingHint &hint = h->hint;
   void *p =

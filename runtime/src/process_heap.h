@@ -68,7 +68,7 @@ inline constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
 inline constexpr std::size_t kMaxFast = kbit::kSmallTableMax - kCanaryBytes;
 
 /// The calling thread's heap while its next call may take the fast path;
-/// else kNoFastHeap: before the thread's first call, while a hint is
+/// else noFastHeap(): before the thread's first call, while a hint is
 /// pending, and in traced or real-time runs (everything then takes the
 /// full path). Never null, so malloc's fast path needs no null test.
 extern constinit thread_local LocalHeap *tls_fast __attribute__((tls_model("initial-exec")));
@@ -76,8 +76,16 @@ extern constinit thread_local LocalHeap *tls_fast __attribute__((tls_model("init
 /// A heap that is never used: its word caches stay empty (so malloc's fast
 /// path misses to mallocRefill, which sends it to the full path) and no
 /// span names it its owner (so free's fast path misses). Zero before its
-/// constructor runs, which is all the fast path reads.
-extern LocalHeap &kNoFastHeap;
+/// constructor runs, which is all the fast path reads. Constructed at load
+/// time, never destroyed (a thread may still call malloc after static
+/// destructors ran); its address is a link-time constant (noFastHeap()).
+union NoFastHeap {
+  NoFastHeap() : heap(20, nullptr) {} // (any K: it never places)
+  ~NoFastHeap() {}
+  LocalHeap heap;
+};
+extern NoFastHeap g_no_fast_heap;
+inline LocalHeap *noFastHeap() { return &g_no_fast_heap.heap; }
 
 /// The process's live bytes and their peak (see LiveTotals).
 extern pages::LiveTotals g_live;
@@ -181,7 +189,7 @@ DEFERO_ALWAYS_INLINE bool hintFast(const PendingHint &hint, unsigned which) {
     return false;
   h->count.hints[which].add(1);
   h->hint = hint;
-  tls_fast = &kNoFastHeap;
+  tls_fast = noFastHeap();
   return true;
 }
 
@@ -445,13 +453,13 @@ public:
   static PendingHint takeHint(LocalHeap *h) {
     const PendingHint hint = h->hint;
     h->hint.kind = kHintNone;
-    tls_fast = h->divert ? &kNoFastHeap : h;
+    tls_fast = h->divert ? noFastHeap() : h;
     return hint;
   }
   /// Makes `hint` h's pending hint.
   static void setHint(LocalHeap *h, const PendingHint &hint) {
     h->hint = hint;
-    tls_fast = &kNoFastHeap;
+    tls_fast = noFastHeap();
   }
 
 private:

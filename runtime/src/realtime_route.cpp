@@ -17,7 +17,7 @@ void ProcessHeap::startRealtime() {
   for (LocalHeap *h = heaps_; h; h = h->next_heap)
     h->divert = divertFlag();
   if (rt_) { // (the only thread with a heap yet: the constructor)
-    tls_fast = &kNoFastHeap;
+    tls_fast = noFastHeap();
     tls_recent = &kClosedRecent;
   }
 }
