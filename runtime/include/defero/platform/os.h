@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace defero::os {
@@ -50,6 +52,19 @@ inline void *map_sparse(std::size_t bytes) {
 
 /// Gives the processor to another thread (spin-lock back-off).
 inline void yield() { ::sched_yield(); }
+
+/// Sleeps while the 32-bit word at `word` still holds `seen` (a futex wait;
+/// returns at once if it does not, and may return spuriously). For locks
+/// whose waiters must not spin while the thread they wait for is off the
+/// processor.
+inline void waitWhile(const void *word, unsigned seen) {
+  ::syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+}
+
+/// Wakes every thread sleeping in waitWhile on `word`.
+inline void wakeAll(const void *word) {
+  ::syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr, nullptr, 0);
+}
 
 inline void unmap(void *p, std::size_t bytes) { ::munmap(p, bytes); }
 
