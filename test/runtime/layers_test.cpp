@@ -262,6 +262,50 @@ TEST(MmapHeap, FreedMappingsAreReusedWithinAFactorOfTwo) {
   EXPECT_EQ(h.mappedBytes(), base);
 }
 
+// The cache holds many mappings at once (a program with dozens of live
+// 64 KiB buffers churns them without a system call) and matches sizes
+// across its buckets within a factor of two.
+TEST(MmapHeap, ManyCachedMappingsOfManySizesAreReusedWithoutNewMappings) {
+  MmapHeap h;
+  std::vector<std::size_t> sizes;
+  for (std::size_t i = 0; i < 150; ++i) // 26 MiB in all, under kCacheBytes
+    sizes.push_back((9 + i % 70) * 4096); // 36 KiB .. 312 KiB, exact and log buckets
+  std::vector<void *> ps;
+  for (std::size_t sz : sizes)
+    ps.push_back(h.malloc(sz));
+  const std::size_t mapped = h.mappedBytes();
+  for (void *p : ps)
+    h.free(p);
+  ASSERT_LE(mapped, MmapHeap::kCacheBytes);
+  EXPECT_EQ(h.mappedBytes(), mapped) << "all 150 are cached";
+  std::set<void *> again;
+  for (std::size_t sz : sizes) {
+    bool fresh = true;
+    void *p = h.mallocAligned(sz, 4096, &fresh);
+    ASSERT_NE(p, nullptr);
+    EXPECT_FALSE(fresh) << sz << " bytes: a cached mapping was free";
+    EXPECT_GE(h.getSize(p), sz);
+    EXPECT_LE(h.getSize(p), 2 * sz);
+    again.insert(p);
+  }
+  EXPECT_EQ(again.size(), sizes.size()) << "no mapping handed out twice";
+  EXPECT_EQ(h.mappedBytes(), mapped) << "no new mapping";
+  for (void *p : again)
+    h.free(p);
+
+  // Across the logarithmic buckets: a 300-page mapping serves 260 pages
+  // (its bucket) and 200 pages (an earlier bucket), never 140 (over 2x).
+  for (std::size_t want : {std::size_t{260}, std::size_t{200}, std::size_t{140}}) {
+    MmapHeap g;
+    g.free(g.malloc(300 * 4096));
+    bool fresh = false;
+    void *p = g.mallocAligned(want * 4096, 4096, &fresh);
+    EXPECT_EQ(fresh, want == 140) << want << " pages";
+    EXPECT_EQ(g.getSize(p), (want == 140 ? want : 300) * 4096);
+    g.free(p);
+  }
+}
+
 TEST(MmapHeap, TryFreeOfAForeignPointerReturnsFalseAndTouchesNothing) {
   MmapHeap h;
   char *p = static_cast<char *>(h.malloc(2 * 4096));

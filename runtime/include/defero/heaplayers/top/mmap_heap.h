@@ -7,13 +7,17 @@
 // Freed mappings of up to kCacheMaxBlock bytes are kept (at most
 // kCacheSlots of them, kCacheBytes in all) and handed out again to a request
 // they fit within a factor of two, saving the mmap, the page faults and the
-// munmap of programs that churn mid-sized buffers. A cached mapping is not
-// in the registry, so freeing it again is still reported.
+// munmap of programs that churn mid-sized buffers. The cache files them in
+// size buckets (one per page count up to 256 KiB, four per doubling above),
+// LIFO, with a bitmap of the non-empty buckets, so a take or a put costs a
+// few instructions however many are cached; its records live out of band,
+// so a write to a freed block cannot corrupt it. A cached mapping is not in
+// the registry, so freeing it again is still reported.
 //
 // Guarantees: page alignment (aligned malloc goes up to any power of two);
 // fresh mappings are zero-filled (mallocAligned says whether a block is
 // fresh); thread-safe (one spin lock); no headers in front of the object.
-// Cost: a cache scan, else one mmap, per malloc; a hash probe per free.
+// Cost: a bucket lookup, else one mmap, per malloc; a hash probe per free.
 #pragma once
 
 #include <atomic>
@@ -31,7 +35,7 @@ class MmapHeap {
 public:
   constexpr MmapHeap() = default;
 
-  static constexpr std::size_t kCacheSlots = 16;
+  static constexpr std::size_t kCacheSlots = 512;
   static constexpr std::size_t kCacheMaxBlock = std::size_t{4} << 20;
   static constexpr std::size_t kCacheBytes = std::size_t{32} << 20;
 
@@ -220,34 +224,99 @@ private:
     return true;
   }
 
-  /// The smallest cached mapping of bytes..2*bytes, moved to the registry.
+  // Cache buckets: pages 1..64 one each; above, four per doubling up to
+  // kCacheMaxBlock (1024 pages), so every block in a later bucket is
+  // larger than every request that maps to an earlier one.
+  static constexpr unsigned kExactPages = 64;
+  static constexpr unsigned kBuckets = kExactPages + 4 * 4 + 1;
+  static constexpr std::uint16_t kNone = 0xFFFF;
+  static_assert(kCacheSlots < kNone);
+  static_assert((kCacheMaxBlock >> 12) == 1024, "kBuckets covers up to 1024 pages");
+
+  static unsigned bucketOf(std::size_t bytes) {
+    const std::size_t pages = bytes >> 12;
+    if (pages <= kExactPages)
+      return static_cast<unsigned>(pages) - 1;
+    const unsigned lg = 63u - static_cast<unsigned>(__builtin_clzll(pages));
+    const unsigned sub = static_cast<unsigned>(pages >> (lg - 2)) & 3u;
+    return kExactPages + (lg - 6) * 4 + sub;
+  }
+
+  /// A cached mapping of bytes..2*bytes (the best fit in the request's own
+  /// bucket, else the newest of the next non-empty bucket),
+  /// moved to the registry; nullptr if none.
   void *takeCachedLocked(std::size_t bytes) {
-    std::size_t best = kCacheSlots;
-    for (std::size_t i = 0; i < cached_; ++i)
-      if (cache_[i].bytes >= bytes && cache_[i].bytes / 2 <= bytes &&
-          (best == kCacheSlots || cache_[i].bytes < cache_[best].bytes))
-        best = i;
-    if (best == kCacheSlots)
+    if (cached_ == 0)
       return nullptr;
-    const Slot s = cache_[best];
-    if (!insertLocked(reinterpret_cast<void *>(s.key), s.bytes))
+    unsigned b = bucketOf(bytes);
+    // Best fit in the request's own bucket (an exact bucket's head is exact;
+    // a logarithmic bucket's sizes differ by up to a quarter).
+    std::uint16_t *link = nullptr;
+    for (std::uint16_t *l = &heads_[b]; *l != kNone; l = &cache_[*l].next)
+      if (cache_[*l].bytes >= bytes && (!link || cache_[*l].bytes < cache_[*link].bytes)) {
+        link = l;
+        if (cache_[*l].bytes == bytes)
+          break;
+      }
+    if (!link) {
+      link = nullptr;
+      for (unsigned w = (b + 1) / 64, from = (b + 1) % 64; w < 2 && !link; ++w, from = 0) {
+        const std::uint64_t bits = nonempty_[w] & (~std::uint64_t{0} << from);
+        if (bits)
+          link = &heads_[w * 64 + static_cast<unsigned>(__builtin_ctzll(bits))];
+      }
+      if (!link || cache_[*link].bytes / 2 > bytes)
+        return nullptr;
+      b = static_cast<unsigned>(link - heads_);
+    }
+    const std::uint16_t e = *link;
+    if (!insertLocked(reinterpret_cast<void *>(cache_[e].key), cache_[e].bytes))
       return nullptr;
-    cache_bytes_ -= s.bytes;
-    cache_[best] = cache_[--cached_];
-    return reinterpret_cast<void *>(s.key);
+    *link = cache_[e].next;
+    if (heads_[b] == kNone)
+      nonempty_[b / 64] &= ~(std::uint64_t{1} << (b % 64));
+    cache_[e].next = free_;
+    free_ = e;
+    cache_bytes_ -= cache_[e].bytes;
+    --cached_;
+    return reinterpret_cast<void *>(cache_[e].key);
   }
 
   bool cacheLocked(void *p, std::size_t bytes) {
     if (bytes > kCacheMaxBlock || cached_ == kCacheSlots ||
         cache_bytes_ + bytes > kCacheBytes)
       return false;
-    cache_[cached_++] = Slot{reinterpret_cast<std::uintptr_t>(p), bytes};
+    if (!ready_) { // the first use threads the records on the free list
+      for (std::size_t i = 0; i < kCacheSlots; ++i)
+        cache_[i].next = i + 1 < kCacheSlots ? static_cast<std::uint16_t>(i + 1) : kNone;
+      for (std::uint16_t &h : heads_)
+        h = kNone;
+      free_ = 0;
+      ready_ = true;
+    }
+    const std::uint16_t e = free_;
+    free_ = cache_[e].next;
+    const unsigned b = bucketOf(bytes);
+    cache_[e] = Cached{reinterpret_cast<std::uintptr_t>(p), bytes, heads_[b]};
+    heads_[b] = e;
+    nonempty_[b / 64] |= std::uint64_t{1} << (b % 64);
     cache_bytes_ += bytes;
+    ++cached_;
     return true;
   }
 
+  struct Cached {
+    std::uintptr_t key;
+    std::size_t bytes;
+    std::uint16_t next; // the next record in its bucket, or on the free list
+  };
+
   mutable SpinLock lock_;
-  Slot cache_[kCacheSlots] = {};
+  Cached cache_[kCacheSlots] = {};
+  std::uint16_t heads_[kBuckets] = {};
+  std::uint64_t nonempty_[2] = {};
+  std::uint16_t free_ = 0;
+  bool ready_ = false;
   std::size_t cached_ = 0, cache_bytes_ = 0;
   Slot *table_ = nullptr;
   std::size_t cap_ = 0, count_ = 0, tombs_ = 0;
