@@ -127,14 +127,15 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
 
 void *ProcessHeap::mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align,
                                bool *fresh) {
-  void *p = large_.mallocAligned(sz, align, fresh);
+  std::size_t bytes = 0;
+  void *p = large_.mallocAligned(sz, align, fresh, &bytes);
   if (!p) {
     errno = ENOMEM;
     return nullptr;
   }
   h->count.large_allocs.add(1);
   noteFootprint();
-  g_live.add(static_cast<std::int64_t>(large_.getSize(p)));
+  g_live.add(static_cast<std::int64_t>(bytes));
   traceMalloc(p, sz);
   return p;
 }
@@ -232,11 +233,9 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
       g_live.add(-static_cast<std::int64_t>(pg->slot_bytes - kCanaryBytes));
     return;
   }
-  const std::size_t bytes = large_.getSize(p);
-  if (bytes == 0)
-    os::fatal_pointer(call, p, kNotLive);
   noteFootprint(); // the peak may be now, just before this block goes
-  if (!large_.tryFree(p))
+  const std::size_t bytes = large_.freeSized(p);
+  if (bytes == 0)
     os::fatal_pointer(call, p, kNotLive);
   if (h)
     h->count.large_frees.add(1);

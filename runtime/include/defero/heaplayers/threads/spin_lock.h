@@ -24,10 +24,11 @@ public:
       // Spin on a plain load (no cache-line ping-pong), then yield: with two
       // cores a holder that was preempted must get to run.
       for (int spins = 0; held_.load(std::memory_order_relaxed); ++spins) {
-        if (spins >= 64) {
+        if (spins >= 256) {
           os::yield();
           spins = 0;
         }
+        os::pause();
       }
     }
   }

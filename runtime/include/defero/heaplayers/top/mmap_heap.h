@@ -42,8 +42,10 @@ public:
   void *malloc(std::size_t sz) { return mallocAligned(sz, os::kPageBytes); }
 
   /// Maps at least sz bytes aligned to `align` (a power of two). If `fresh`
-  /// is given it tells whether the block is a new (zero-filled) mapping.
-  void *mallocAligned(std::size_t sz, std::size_t align, bool *fresh = nullptr) {
+  /// is given it tells whether the block is a new (zero-filled) mapping; if
+  /// `got` is, the block's size (getSize) without a second look-up.
+  void *mallocAligned(std::size_t sz, std::size_t align, bool *fresh = nullptr,
+                      std::size_t *got = nullptr) {
     if (sz == 0)
       sz = 1;
     if (align < os::kPageBytes)
@@ -55,7 +57,7 @@ public:
       *fresh = true;
     if (align == os::kPageBytes && bytes <= kCacheMaxBlock) {
       std::lock_guard<SpinLock> guard(lock_);
-      if (void *p = takeCachedLocked(bytes)) {
+      if (void *p = takeCachedLocked(bytes, got)) {
         if (fresh)
           *fresh = false;
         return p;
@@ -81,24 +83,30 @@ public:
       return nullptr;
     }
     mapped_bytes_ += bytes;
+    if (got)
+      *got = bytes;
     return p;
   }
 
   /// Unmaps (or caches) p. Returns false (and touches nothing) if p is not
   /// one of ours.
-  bool tryFree(void *p) {
+  bool tryFree(void *p) { return freeSized(p) != 0; }
+
+  /// tryFree that says how many bytes the block had (0: not ours, nothing
+  /// touched), for callers that count them: one look-up, one lock.
+  std::size_t freeSized(void *p) {
     std::size_t bytes;
     {
       std::lock_guard<SpinLock> guard(lock_);
       bytes = eraseLocked(p);
       if (bytes == 0)
-        return false;
+        return 0;
       if (cacheLocked(p, bytes))
-        return true;
+        return bytes;
       mapped_bytes_ -= bytes;
     }
     os::unmap(p, bytes);
-    return true;
+    return bytes;
   }
 
   void free(void *p) {
@@ -245,7 +253,7 @@ private:
   /// A cached mapping of bytes..2*bytes (the best fit in the request's own
   /// bucket, else the newest of the next non-empty bucket),
   /// moved to the registry; nullptr if none.
-  void *takeCachedLocked(std::size_t bytes) {
+  void *takeCachedLocked(std::size_t bytes, std::size_t *got) {
     if (cached_ == 0)
       return nullptr;
     unsigned b = bucketOf(bytes);
@@ -279,6 +287,8 @@ private:
     free_ = e;
     cache_bytes_ -= cache_[e].bytes;
     --cached_;
+    if (got)
+      *got = cache_[e].bytes;
     return reinterpret_cast<void *>(cache_[e].key);
   }
 
