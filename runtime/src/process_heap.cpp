@@ -90,6 +90,7 @@ void ProcessHeap::threadExit(void *value) {
   h->flushOutbox(); // the blocks it freed for other heaps go home now
   h->uncacheAll();  // its counts become exact
   h->publishLive();
+  h->large_cache.drainTo(self.large_);
   h->hint = PendingHint{};
   tls_heap = nullptr;
   tls_fast = noFastHeap();
@@ -128,7 +129,20 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
 void *ProcessHeap::mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align,
                                bool *fresh) {
   std::size_t bytes = 0;
-  void *p = large_.mallocAligned(sz, align, fresh, &bytes);
+  void *p = nullptr;
+  if (align == os::kPageBytes && sz <= MmapThreadCache::kMaxBlock) {
+    // The thread's own cache first: no lock (a block it gets back into the
+    // registry; should that fail, the block goes to the shared cache).
+    p = h->large_cache.take((sz + os::kPageBytes - 1) & ~(os::kPageBytes - 1), bytes);
+    if (p && !large_.adopt(p, bytes)) {
+      large_.release(p, bytes);
+      p = nullptr;
+    }
+    if (p && fresh)
+      *fresh = false;
+  }
+  if (!p)
+    p = large_.mallocAligned(sz, align, fresh, &bytes);
   if (!p) {
     errno = ENOMEM;
     return nullptr;
@@ -234,9 +248,13 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
     return;
   }
   noteFootprint(); // the peak may be now, just before this block goes
-  const std::size_t bytes = large_.freeSized(p);
+  const std::size_t bytes = large_.unregister(p);
   if (bytes == 0)
     os::fatal_pointer(call, p, kNotLive);
+  if (h)
+    h->large_cache.put(p, bytes, large_);
+  else
+    large_.release(p, bytes);
   if (h)
     h->count.large_frees.add(1);
   g_live.add(-static_cast<std::int64_t>(bytes));

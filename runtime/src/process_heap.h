@@ -5,7 +5,8 @@
 //   small objects (<= 32 KiB): one LocalHeap per thread (pages/local_heap.h)
 //     over the PageArena window; no lock, no atomic read-modify-write on
 //     the owner's malloc and free
-//   large objects: MmapHeap (its own lock)
+//   large objects: MmapHeap (a lock-free registry; a per-thread cache of
+//     freed blocks in front of its shared, locked one)
 //
 // The fast paths are inline here so that overrides.cpp (and the C API's
 // defero_malloc/defero_free) compile malloc and free into straight-line

@@ -73,6 +73,12 @@ int main(int argc, char **argv) {
     void *volatile p = std::malloc(1 << 20);
     std::free(p);
     std::free(p);
+  } else if (c == "thread-cached-double-free") {
+    // 64 KiB: a large block small enough for the thread's own cache, where
+    // it waits after the first free; the second is still reported.
+    void *volatile p = std::malloc(64 << 10);
+    std::free(p);
+    std::free(p);
   } else if (c == "freed-realloc") {
     void *volatile p = std::malloc(40);
     std::free(p);

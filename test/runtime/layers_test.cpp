@@ -306,6 +306,149 @@ TEST(MmapHeap, ManyCachedMappingsOfManySizesAreReusedWithoutNewMappings) {
   }
 }
 
+// The registry is a lock-free page map: two threads freeing the same
+// blocks at once succeed exactly once per block, and threads registering
+// and freeing their own blocks concurrently never lose or invent one.
+TEST(MmapHeap, TheRegistryIsExactUnderConcurrentFrees) {
+  MmapHeap h;
+  constexpr int kBlocks = 2000;
+  std::vector<void *> ps;
+  for (int i = 0; i < kBlocks; ++i)
+    ps.push_back(h.malloc((1 + i % 20) * 4096));
+  std::atomic<int> freed{0};
+  std::barrier start(2);
+  auto racer = [&](bool reverse) {
+    int mine = 0;
+    start.arrive_and_wait();
+    for (int i = 0; i < kBlocks; ++i)
+      mine += h.tryFree(ps[static_cast<std::size_t>(reverse ? kBlocks - 1 - i : i)]) ? 1 : 0;
+    freed += mine;
+  };
+  // One walks forward and one backward: they meet in the middle and race
+  // for the same blocks there.
+  std::thread a(racer, false), b(racer, true);
+  a.join();
+  b.join();
+  EXPECT_EQ(freed.load(), kBlocks) << "every block freed once, none twice";
+  for (void *p : ps)
+    EXPECT_FALSE(h.owns(p));
+
+  std::vector<std::thread> ts;
+  std::atomic<long> errors{0};
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&h, &errors, t] {
+      std::vector<unsigned char *> live;
+      for (int i = 0; i < 3000; ++i) {
+        const std::size_t sz = std::size_t(1 + (i * 7 + t) % 40) * 4096;
+        auto *p = static_cast<unsigned char *>(h.malloc(sz));
+        p[0] = static_cast<unsigned char>(t);
+        if (h.getSize(p) < sz || !h.owns(p))
+          ++errors;
+        live.push_back(p);
+        if (live.size() > 16) {
+          unsigned char *q = live[static_cast<std::size_t>(i) % live.size()];
+          if (q[0] != t || !h.tryFree(q))
+            ++errors;
+          live.erase(live.begin() + static_cast<long>(static_cast<std::size_t>(i) % live.size()));
+        }
+      }
+      for (unsigned char *q : live)
+        if (!h.tryFree(q))
+          ++errors;
+    });
+  for (auto &t : ts)
+    t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_LE(h.mappedBytes(), MmapHeap::kCacheBytes) << "only the cache stays";
+}
+
+// Addresses the registry cannot hold are nobody's block: not page-aligned,
+// beyond user space, or where no block was ever registered.
+TEST(MmapHeap, TheRegistryRefusesAddressesItCannotHold) {
+  MmapHeap h;
+  EXPECT_FALSE(h.owns(nullptr));
+  EXPECT_EQ(h.getSize(reinterpret_cast<void *>(std::uintptr_t{0xffff800000000000})), 0u);
+  EXPECT_FALSE(h.tryFree(reinterpret_cast<void *>(std::uintptr_t{0xffff800000000000})));
+  EXPECT_FALSE(h.tryFree(reinterpret_cast<void *>(std::uintptr_t{1} << 46)))
+      << "no leaf there yet";
+  char *p = static_cast<char *>(h.malloc(4096));
+  EXPECT_FALSE(h.tryFree(p + 8)) << "not page-aligned";
+  EXPECT_EQ(h.unregister(p + 4096), 0u) << "the page after the block";
+  EXPECT_TRUE(h.owns(p));
+  h.free(p);
+}
+
+// unregister/adopt/release: what a thread's own cache does with a block.
+TEST(MmapHeap, UnregisterAdoptAndReleaseHandABlockAround) {
+  MmapHeap h;
+  void *p = h.malloc(5 * 4096);
+  const std::size_t mapped = h.mappedBytes();
+  EXPECT_EQ(h.unregister(p), 5u * 4096);
+  EXPECT_FALSE(h.owns(p)) << "out of the registry: a free of it is refused";
+  EXPECT_FALSE(h.tryFree(p));
+  EXPECT_EQ(h.unregister(p), 0u);
+  EXPECT_TRUE(h.adopt(p, 5 * 4096));
+  EXPECT_EQ(h.getSize(p), 5u * 4096);
+  EXPECT_EQ(h.unregister(p), 5u * 4096);
+  h.release(p, 5 * 4096); // to the shared cache
+  EXPECT_EQ(h.mappedBytes(), mapped);
+  bool fresh = true;
+  EXPECT_EQ(h.mallocAligned(5 * 4096, 4096, &fresh), p);
+  EXPECT_FALSE(fresh);
+  h.free(p);
+}
+
+TEST(MmapThreadCache, KeepsUpToItsBoundsAndGivesTheBestFit) {
+  MmapHeap h;
+  MmapThreadCache c;
+  std::size_t got = 0;
+  EXPECT_EQ(c.take(4096, got), nullptr);
+  std::vector<void *> ps;
+  for (unsigned i = 0; i < MmapThreadCache::kSlots + 1; ++i)
+    ps.push_back(h.malloc(16 * 4096));
+  for (unsigned i = 0; i < MmapThreadCache::kSlots; ++i)
+    c.put(ps[i], h.unregister(ps[i]), h);
+  EXPECT_EQ(c.size(), MmapThreadCache::kSlots);
+  EXPECT_EQ(c.bytes(), MmapThreadCache::kMaxBytes) << "16 x 64 KiB";
+  const std::size_t mapped = h.mappedBytes();
+  // Full: the oldest (ps[0]) goes to the shared cache to make room.
+  c.put(ps.back(), h.unregister(ps.back()), h);
+  EXPECT_EQ(c.size(), MmapThreadCache::kSlots);
+  bool fresh = true;
+  EXPECT_EQ(h.mallocAligned(16 * 4096, 4096, &fresh), ps[0]);
+  EXPECT_FALSE(fresh);
+  h.free(ps[0]); // (back in the shared cache)
+  // Too large for it: straight to the shared cache (or the OS).
+  void *big = h.malloc(MmapThreadCache::kMaxBlock + 4096);
+  c.put(big, h.unregister(big), h);
+  EXPECT_EQ(c.size(), MmapThreadCache::kSlots);
+  EXPECT_EQ(h.mappedBytes(), mapped + MmapThreadCache::kMaxBlock + 4096);
+
+  void *p = c.take(9 * 4096, got);
+  EXPECT_NE(p, nullptr) << "64 KiB serves 36 KiB (within 2x)";
+  EXPECT_EQ(got, 16u * 4096);
+  EXPECT_EQ(c.take(7 * 4096, got), nullptr) << "64 KiB for 28 KiB is over 2x";
+  EXPECT_TRUE(h.adopt(p, got));
+  EXPECT_EQ(h.getSize(p), 16u * 4096);
+  h.free(p); // the shared cache now holds ps[0] and p
+
+  c.drainTo(h); // 15 more
+  EXPECT_EQ(c.size(), 0u);
+  EXPECT_EQ(c.bytes(), 0u);
+  std::set<void *> reused;
+  for (int i = 0; i < 17; ++i) {
+    void *q = h.mallocAligned(16 * 4096, 4096, &fresh);
+    EXPECT_FALSE(fresh) << "mapping " << i << " comes from the shared cache";
+    reused.insert(q);
+  }
+  void *q = h.mallocAligned(16 * 4096, 4096, &fresh);
+  EXPECT_TRUE(fresh) << "exactly 17 were cached";
+  reused.insert(q);
+  EXPECT_EQ(reused.size(), 18u);
+  for (void *r : reused)
+    h.free(r);
+}
+
 TEST(MmapHeap, TryFreeOfAForeignPointerReturnsFalseAndTouchesNothing) {
   MmapHeap h;
   char *p = static_cast<char *>(h.malloc(2 * 4096));
@@ -394,7 +537,7 @@ TEST(MmapHeap, RemapKeepsContents) {
   EXPECT_FALSE(h.owns(r));
 }
 
-TEST(MmapHeap, RegistryStaysExactThroughGrowthAndTombstones) {
+TEST(MmapHeap, RegistryStaysExactThroughManyMallocsAndFrees) {
   MmapHeap h;
   std::vector<char *> live;
   std::mt19937_64 rng(7);

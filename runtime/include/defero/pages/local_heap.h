@@ -26,6 +26,7 @@
 
 #include <cstdint>
 
+#include "defero/heaplayers/top/mmap_heap.h"
 #include "defero/pages/placement.h"
 #include "defero/pages/remote_free.h"
 #include "defero/pages/span_heap.h"
@@ -90,6 +91,9 @@ public:
     recent.class_end = classEnd(p);
   }
   std::uint8_t divert = 0;    ///< nonzero: every call takes the full path
+  /// Large blocks this thread freed, kept for its next large mallocs (the
+  /// process heap's; given to the shared cache when the thread exits).
+  MmapThreadCache large_cache;
   LocalHeap *next_heap = nullptr;   ///< every heap (ProcessHeap's list)
   LocalHeap *next_orphan = nullptr; ///< heaps without a thread
 

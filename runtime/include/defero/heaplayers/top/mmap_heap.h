@@ -3,6 +3,14 @@
 //
 // Used for large objects. The registry makes free exact: a pointer this heap
 // did not map is reported, never unmapped; getSize is the mapping's length.
+// It is a two-level page map (tcmalloc's PageMap): a root of leaf pointers
+// and leaves of one 64-bit entry per 4 KiB page, the mapping's length at
+// its first page and 0 elsewhere, both reserved sparse and committed as
+// they are touched. Registering, looking up and unregistering a block are
+// an atomic store, load and exchange on its entry, with no lock: two
+// threads freeing the same block cannot both succeed, and threads freeing
+// different blocks never wait for each other. Only a new leaf (one per
+// 4 GiB of address space the mappings land in) takes a lock.
 //
 // Freed mappings of up to kCacheMaxBlock bytes are kept (at most
 // kCacheSlots of them, kCacheBytes in all) and handed out again to a request
@@ -12,12 +20,15 @@
 // LIFO, with a bitmap of the non-empty buckets, so a take or a put costs a
 // few instructions however many are cached; its records live out of band,
 // so a write to a freed block cannot corrupt it. A cached mapping is not in
-// the registry, so freeing it again is still reported.
+// the registry, so freeing it again is still reported. The cache has a
+// spin lock of its own. A caller with a cache of its own (a thread's) uses
+// unregister, adopt and release instead of free and malloc.
 //
 // Guarantees: page alignment (aligned malloc goes up to any power of two);
 // fresh mappings are zero-filled (mallocAligned says whether a block is
-// fresh); thread-safe (one spin lock); no headers in front of the object.
-// Cost: a bucket lookup, else one mmap, per malloc; a hash probe per free.
+// fresh); thread-safe; no headers in front of the object.
+// Cost: a bucket lookup under the cache's lock, else one mmap, per malloc;
+// an atomic exchange and a cache put per free.
 #pragma once
 
 #include <atomic>
@@ -77,8 +88,7 @@ public:
       if (tail)
         os::unmap(p + bytes, tail);
     }
-    std::lock_guard<SpinLock> guard(lock_);
-    if (!insertLocked(p, bytes)) {
+    if (!adopt(p, bytes)) {
       os::unmap(p, bytes);
       return nullptr;
     }
@@ -93,19 +103,11 @@ public:
   bool tryFree(void *p) { return freeSized(p) != 0; }
 
   /// tryFree that says how many bytes the block had (0: not ours, nothing
-  /// touched), for callers that count them: one look-up, one lock.
+  /// touched), for callers that count them.
   std::size_t freeSized(void *p) {
-    std::size_t bytes;
-    {
-      std::lock_guard<SpinLock> guard(lock_);
-      bytes = eraseLocked(p);
-      if (bytes == 0)
-        return 0;
-      if (cacheLocked(p, bytes))
-        return bytes;
-      mapped_bytes_ -= bytes;
-    }
-    os::unmap(p, bytes);
+    const std::size_t bytes = unregister(p);
+    if (bytes)
+      release(p, bytes);
     return bytes;
   }
 
@@ -114,122 +116,129 @@ public:
       os::fatal_pointer("free", p, "pointer not allocated by this heap");
   }
 
+  /// Takes p, a live block, out of the registry and says its length (0:
+  /// not ours or not live, nothing touched). The caller then owns the
+  /// mapping: it must adopt it again or release it.
+  std::size_t unregister(void *p) {
+    std::uint64_t *e = entryFor(p, false);
+    return e ? static_cast<std::size_t>(Entry(*e).exchange(0, std::memory_order_acq_rel)) : 0;
+  }
+  /// Puts a mapping of `bytes` at p that the caller took with unregister
+  /// back in the registry (a block handed out again). False only when the
+  /// registry cannot get memory for a new leaf.
+  bool adopt(void *p, std::size_t bytes) {
+    std::uint64_t *e = entryFor(p, true);
+    if (!e)
+      return false;
+    Entry(*e).store(bytes, std::memory_order_release);
+    return true;
+  }
+  /// Caches or unmaps a mapping the caller took with unregister.
+  void release(void *p, std::size_t bytes) {
+    {
+      std::lock_guard<SpinLock> guard(lock_);
+      if (cacheLocked(p, bytes))
+        return;
+    }
+    mapped_bytes_ -= bytes;
+    os::unmap(p, bytes);
+  }
+
   /// Grows or shrinks an object in place or by moving its pages (no copy).
   /// Returns nullptr (object unchanged) on failure or if p is not ours.
   void *remap(void *p, std::size_t sz) {
     const std::size_t bytes = roundUp(sz ? sz : 1, os::kPageBytes);
     if (bytes < sz)
       return nullptr;
-    std::lock_guard<SpinLock> guard(lock_);
-    if (!findLocked(p))
+    const std::size_t old = unregister(p);
+    if (old == 0)
       return nullptr;
-    // Room for the new entry first, so the block never leaves the registry.
-    if ((count_ + tombs_ + 2) * 2 > cap_ && !growLocked())
+    void *q = os::remap(p, old, bytes);
+    if (!q) {
+      adopt(p, old); // (its leaf exists: it held the entry)
       return nullptr;
-    Slot *s = findLocked(p);
-    void *q = os::remap(p, s->bytes, bytes);
-    if (!q)
-      return nullptr;
-    mapped_bytes_ = mapped_bytes_ - s->bytes + bytes;
-    eraseLocked(p);
-    insertLocked(q, bytes); // cannot fail: room was made above
+    }
+    if (!adopt(q, bytes))
+      os::fatal_pointer("realloc", q, "out of memory for the large-block registry (the block moved)");
+    mapped_bytes_.fetch_add(bytes - old); // one step: no reader sees both
     return q;
   }
 
-  std::size_t getSize(const void *p) {
-    std::lock_guard<SpinLock> guard(lock_);
-    Slot *s = findLocked(p);
-    return s ? s->bytes : 0;
+  std::size_t getSize(const void *p) const {
+    std::uint64_t *e = entryFor(p, false);
+    return e ? static_cast<std::size_t>(Entry(*e).load(std::memory_order_acquire)) : 0;
   }
 
-  bool owns(const void *p) const {
-    std::lock_guard<SpinLock> guard(lock_);
-    return const_cast<MmapHeap *>(this)->findLocked(p) != nullptr;
-  }
+  bool owns(const void *p) const { return getSize(p) != 0; }
 
   /// Bytes mapped now (cached mappings included); read without the lock.
   std::size_t mappedBytes() const {
     return mapped_bytes_.load(std::memory_order_relaxed);
   }
-  void lockHeap() { lock_.lock(); }
-  void unlockHeap() { lock_.unlock(); }
+  void lockHeap() {
+    lock_.lock();
+    grow_lock_.lock();
+  }
+  void unlockHeap() {
+    grow_lock_.unlock();
+    lock_.unlock();
+  }
 
 private:
-  struct Slot {
-    std::uintptr_t key; // 0 empty, 1 tombstone
-    std::size_t bytes;
+  // The registry: page index (address >> 12, 36 bits of a 48-bit user
+  // address) = root index (16 bits) : leaf index (20 bits). Entries are
+  // plain words of zeroed mappings, read and written through atomic_ref.
+  static constexpr unsigned kAddressBits = 48, kLeafBits = 20;
+  static constexpr unsigned kRootBits = kAddressBits - 12 - kLeafBits;
+  struct Leaf {
+    std::uint64_t entry[std::size_t{1} << kLeafBits];
   };
-  static constexpr std::uintptr_t kEmpty = 0, kTomb = 1;
+  using Entry = std::atomic_ref<std::uint64_t>;
+  static_assert(Entry::is_always_lock_free);
+  using Root = std::atomic<Leaf *>[std::size_t{1} << kRootBits];
 
   static constexpr std::size_t roundUp(std::size_t v, std::size_t a) {
     return (v + a - 1) & ~(a - 1);
   }
-  /// High bits of a Fibonacci product: mappings aligned to large powers of
-  /// two (whose low bits are all zero) still spread over the table.
-  static std::size_t hash(std::uintptr_t k) {
-    return static_cast<std::size_t>(((k >> 12) * 0x9E3779B97F4A7C15ull) >> 32);
-  }
 
-  Slot *findLocked(const void *p) {
-    if (!table_)
+  /// p's registry entry; with `create`, making its leaf (and the root) if
+  /// needed. nullptr: p is not page-aligned or outside user space, or (not
+  /// creating) no block was ever registered near it, or (creating) no
+  /// memory for a leaf.
+  std::uint64_t *entryFor(const void *p, bool create) const {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if ((a & (os::kPageBytes - 1)) != 0 || (a >> kAddressBits) != 0)
       return nullptr;
-    const auto k = reinterpret_cast<std::uintptr_t>(p);
-    for (std::size_t i = hash(k) & (cap_ - 1), n = 0; n < cap_;
-         i = (i + 1) & (cap_ - 1), ++n) {
-      if (table_[i].key == k)
-        return &table_[i];
-      if (table_[i].key == kEmpty)
+    const std::uintptr_t page = a >> 12;
+    Root *root = root_.load(std::memory_order_acquire);
+    Leaf *leaf = root ? (*root)[page >> kLeafBits].load(std::memory_order_acquire) : nullptr;
+    if (!leaf) {
+      if (!create)
+        return nullptr;
+      leaf = const_cast<MmapHeap *>(this)->makeLeaf(page >> kLeafBits);
+      if (!leaf)
         return nullptr;
     }
-    return nullptr;
+    return &leaf->entry[page & ((std::size_t{1} << kLeafBits) - 1)];
   }
 
-  bool insertLocked(void *p, std::size_t bytes) {
-    if ((count_ + tombs_ + 1) * 2 > cap_ && !growLocked())
-      return false;
-    const auto k = reinterpret_cast<std::uintptr_t>(p);
-    std::size_t i = hash(k) & (cap_ - 1);
-    while (table_[i].key > kTomb)
-      i = (i + 1) & (cap_ - 1);
-    if (table_[i].key == kTomb)
-      --tombs_;
-    table_[i] = Slot{k, bytes};
-    ++count_;
-    return true;
-  }
-
-  std::size_t eraseLocked(void *p) {
-    Slot *s = findLocked(p);
-    if (!s)
-      return 0;
-    const std::size_t bytes = s->bytes;
-    s->key = kTomb;
-    --count_;
-    ++tombs_;
-    return bytes;
-  }
-
-  bool growLocked() {
-    std::size_t ncap = cap_ ? cap_ * 2 : 256;
-    if ((count_ + 1) * 4 < cap_) // mostly tombstones: rehash at same size
-      ncap = cap_;
-    auto *nt = static_cast<Slot *>(os::map(ncap * sizeof(Slot)));
-    if (!nt)
-      return false;
-    for (std::size_t i = 0; i < cap_; ++i) {
-      if (table_[i].key <= kTomb)
-        continue;
-      std::size_t j = hash(table_[i].key) & (ncap - 1);
-      while (nt[j].key != kEmpty)
-        j = (j + 1) & (ncap - 1);
-      nt[j] = table_[i];
+  __attribute__((noinline)) Leaf *makeLeaf(std::uintptr_t index) {
+    std::lock_guard<SpinLock> guard(grow_lock_);
+    Root *root = root_.load(std::memory_order_acquire);
+    if (!root) {
+      root = static_cast<Root *>(os::map_sparse(sizeof(Root)));
+      if (!root)
+        return nullptr;
+      root_.store(root, std::memory_order_release);
     }
-    if (table_)
-      os::unmap(table_, cap_ * sizeof(Slot));
-    table_ = nt;
-    cap_ = ncap;
-    tombs_ = 0;
-    return true;
+    Leaf *leaf = (*root)[index].load(std::memory_order_acquire);
+    if (!leaf) {
+      leaf = static_cast<Leaf *>(os::map_sparse(sizeof(Leaf)));
+      if (!leaf)
+        return nullptr;
+      (*root)[index].store(leaf, std::memory_order_release);
+    }
+    return leaf;
   }
 
   // Cache buckets: pages 1..64 one each; above, four per doubling up to
@@ -278,7 +287,7 @@ private:
       b = static_cast<unsigned>(link - heads_);
     }
     const std::uint16_t e = *link;
-    if (!insertLocked(reinterpret_cast<void *>(cache_[e].key), cache_[e].bytes))
+    if (!adopt(reinterpret_cast<void *>(cache_[e].key), cache_[e].bytes))
       return nullptr;
     *link = cache_[e].next;
     if (heads_[b] == kNone)
@@ -321,18 +330,92 @@ private:
     std::uint16_t next; // the next record in its bucket, or on the free list
   };
 
-  mutable SpinLock lock_;
+  SpinLock lock_; ///< the cache
   Cached cache_[kCacheSlots] = {};
   std::uint16_t heads_[kBuckets] = {};
   std::uint64_t nonempty_[2] = {};
   std::uint16_t free_ = 0;
   bool ready_ = false;
   std::size_t cached_ = 0, cache_bytes_ = 0;
-  Slot *table_ = nullptr;
-  std::size_t cap_ = 0, count_ = 0, tombs_ = 0;
+  SpinLock grow_lock_; ///< a new leaf or root
+  std::atomic<Root *> root_{nullptr};
   std::atomic<std::size_t> mapped_bytes_{0};
 };
 
 static_assert(SizedHeapLayer<MmapHeap> && OwningHeapLayer<MmapHeap>);
+
+/// A thread's own cache of freed mappings in front of an MmapHeap's, for
+/// the owner only (no lock): up to kSlots mappings of up to kMaxBlock
+/// bytes, kMaxBytes in all, oldest first (the oldest leave when room is
+/// needed). Its blocks are out of the registry (the owner
+/// unregistered them when they were freed), so a second free of one is
+/// still reported. A thread that exits gives them to the shared cache
+/// (drainTo).
+class MmapThreadCache {
+public:
+  static constexpr unsigned kSlots = 16;
+  static constexpr std::size_t kMaxBlock = std::size_t{256} << 10;
+  static constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
+
+  /// The smallest cached mapping of bytes..2*bytes (page multiples),
+  /// removed from the cache, and its length in `got`; nullptr if none.
+  void *take(std::size_t bytes, std::size_t &got) {
+    unsigned best = kSlots;
+    for (unsigned i = 0; i < n_; ++i)
+      if (bytes_[i] >= bytes && bytes_[i] / 2 <= bytes &&
+          (best == kSlots || bytes_[i] < bytes_[best]))
+        best = i;
+    if (best == kSlots)
+      return nullptr;
+    void *p = block_[best];
+    got = bytes_[best];
+    total_ -= got;
+    --n_;
+    for (unsigned i = best; i < n_; ++i) { // keep the age order
+      block_[i] = block_[i + 1];
+      bytes_[i] = bytes_[i + 1];
+    }
+    return p;
+  }
+  /// Keeps a mapping the owner unregistered, making room by giving the
+  /// oldest entries to `heap`'s shared cache (so sizes the thread stopped
+  /// asking for do not hold the cache); a mapping too large for it goes
+  /// there directly.
+  void put(void *p, std::size_t bytes, MmapHeap &heap) {
+    if (bytes > kMaxBlock) {
+      heap.release(p, bytes);
+      return;
+    }
+    while (n_ == kSlots || total_ + bytes > kMaxBytes) {
+      heap.release(block_[0], bytes_[0]);
+      total_ -= bytes_[0];
+      --n_;
+      for (unsigned i = 0; i < n_; ++i) { // keep the age order
+        block_[i] = block_[i + 1];
+        bytes_[i] = bytes_[i + 1];
+      }
+    }
+    block_[n_] = p;
+    bytes_[n_] = bytes;
+    ++n_;
+    total_ += bytes;
+  }
+  /// Gives every mapping to `heap`'s shared cache (or back to the OS).
+  void drainTo(MmapHeap &heap) {
+    while (n_) {
+      --n_;
+      heap.release(block_[n_], bytes_[n_]);
+    }
+    total_ = 0;
+  }
+  unsigned size() const { return n_; }
+  std::size_t bytes() const { return total_; }
+
+private:
+  void *block_[kSlots] = {};
+  std::size_t bytes_[kSlots] = {};
+  unsigned n_ = 0;
+  std::size_t total_ = 0;
+};
 
 } // namespace defero
