@@ -132,11 +132,11 @@ OperatorNew replacedOperatorNew() {
 /// slow path, then operator new's loop.
 __attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t size,
                                               int kind, int side, const void *container,
-                                              const void *where) {
+                                              const void *where, std::uint8_t searched) {
   defero::ProcessHeap::setHint(
       h, defero::PendingHint{static_cast<std::uint8_t>(kind),
                              static_cast<std::int8_t>(kind == defero::kHintTree && side),
-                             container, where});
+                             container, where, searched});
   if (void *p = processHeap().mallocSlow(size, nullptr))
     return p;
   return defero::newSlow(size, 0, false);
@@ -188,12 +188,12 @@ void *newHintedBeside(std::size_t size, int kind, const void *container, const v
     where = nullptr;
   h->count.hints[kind - 1].add(1);
   // (side is read for tree hints only: linksBefore)
-  if (defero::PendingHint anchored{static_cast<std::uint8_t>(kind), static_cast<std::int8_t>(side != 0),
-                                   container, where};
-      defero::fastAnchor(h, anchored))
+  defero::PendingHint anchored{static_cast<std::uint8_t>(kind),
+                               static_cast<std::int8_t>(side != 0), container, where};
+  if (defero::fastAnchor(h, anchored))
     if (void *p = defero::placeBeside(h, size, anchored))
       return p;
-  return newHintedSlow(h, size, kind, side, container, where);
+  return newHintedSlow(h, size, kind, side, container, where, anchored.searched);
 }
 
 void *newHintedOther(std::size_t size, int kind, const void *container, const void *where,

@@ -104,7 +104,7 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     // addresses.
     SlotPage *pg = h->mySpan(anchor, cls);
     const bool down = pg && linksBefore(PendingHint{hint.kind, hint.side, hint.container, anchor});
-    if (pg)
+    if (pg && !hint.searched) // (else the inline path found no room there)
       p = h->takeBeside(pg, anchor, LocalHeap::lineReach(cls), !down);
     if (!p && (pg || (down ? cs->down.span : cs->up.span)))
       p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);

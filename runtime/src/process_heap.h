@@ -300,7 +300,7 @@ DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz
 /// (below it first for a node linked before it, above it first for the
 /// others). nullptr: take the full path. Counts the allocation; does not
 /// touch h's pending hint.
-DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const PendingHint &hint) {
+DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint &hint) {
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
   SlotPage *pg;
   unsigned i;
@@ -330,8 +330,10 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, const Pendi
     if (j == pages::kNoSlot)
       j = pg->findDown(i, reach);
   }
-  if (j == pages::kNoSlot)
+  if (j == pages::kNoSlot) {
+    hint.searched = 1; // (the full path need not search again)
     return nullptr;
+  }
   pg->takeFound(j);
   h->count.allocs[cls].add(1);
   void *p = pg->address(j);
@@ -375,6 +377,8 @@ DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
   if (p) {
     h->hint.kind = kHintNone;
     tls_fast = h;
+  } else {
+    h->hint.searched = hint.searched;
   }
   return p;
 }

@@ -41,6 +41,9 @@ struct PendingHint {
   std::int8_t side = 0; // tree: 1 = insert left
   const void *container = nullptr;
   const void *where = nullptr;
+  /// The inline placement (placeBeside) searched beside `where` and found
+  /// no free slot: the full path goes straight to the container's run.
+  std::uint8_t searched = 0;
 };
 
 class LocalHeap final
