@@ -374,6 +374,10 @@ TEST(MmapHeap, TheRegistryRefusesAddressesItCannotHold) {
   char *p = static_cast<char *>(h.malloc(4096));
   EXPECT_FALSE(h.tryFree(p + 8)) << "not page-aligned";
   EXPECT_EQ(h.unregister(p + 4096), 0u) << "the page after the block";
+  EXPECT_FALSE(h.adopt(p + 8, 4096)) << "no entry for an unaligned address";
+  EXPECT_FALSE(h.adopt(reinterpret_cast<void *>(std::uintptr_t{0xffff800000000000}), 4096))
+      << "nor for one beyond user space";
+  EXPECT_EQ(h.getSize(p + 8), 0u);
   EXPECT_TRUE(h.owns(p));
   h.free(p);
 }
