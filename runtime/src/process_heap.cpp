@@ -251,12 +251,12 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
   const std::size_t bytes = large_.unregister(p);
   if (bytes == 0)
     os::fatal_pointer(call, p, kNotLive);
-  if (h)
+  if (h) {
     h->large_cache.put(p, bytes, large_);
-  else
-    large_.release(p, bytes);
-  if (h)
     h->count.large_frees.add(1);
+  } else {
+    large_.release(p, bytes);
+  }
   g_live.add(-static_cast<std::int64_t>(bytes));
 }
 

@@ -298,8 +298,9 @@ DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz
 /// hint's anchor when the anchor is a block of h (the calling thread's
 /// heap) of the same class with a free slot within a line or two of it
 /// (below it first for a node linked before it, above it first for the
-/// others). nullptr: take the full path. Counts the allocation; does not
-/// touch h's pending hint.
+/// others). nullptr: take the full path (with hint.searched set when it
+/// searched and found no free slot, so that the full path does not search
+/// again). Counts the allocation; does not touch h's pending hint.
 DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint &hint) {
   const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
   SlotPage *pg;
