@@ -497,6 +497,56 @@ TEST(CApiHints, PushBackAfterPushBackGoesRightAboveTheTailAndCountsOnce) {
   }
 }
 
+// A list that grows at both ends (push_back and push_front in turn) keeps
+// each end in contiguous memory across many spans: the back's runs lie end
+// to end going up, the front's going down, so a walk in list order steps
+// to the adjacent slot except where one span ends and the next begins.
+// (The front's nodes, placed below their neighbour, take the free slots
+// below the run they are in; the next run must start below those, not
+// give up and hand out an unhinted slot.)
+TEST(CApiHints, AListGrowingAtBothEndsWalksUpItsRunsAcrossSpans) {
+  requireAutoPolicy();
+  constexpr std::size_t kSize = 48, kNodes = 12000; // about 9 spans of 48 B slots
+  static void *head[2];
+  head[0] = head[1] = head;
+  std::vector<void **> nodes;
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    const bool back = i % 2 == 0;
+    void **p;
+    if (i == 0)
+      p = static_cast<void **>(__defero_new_hinted(kSize, 3, head, nullptr, 0));
+    else
+      p = static_cast<void **>(
+          __defero_new_hinted(kSize, 1, head, back ? head[1] : head[0], 0));
+    ASSERT_NE(p, nullptr);
+    if (back) { // {next, prev}: after the tail
+      p[0] = head;
+      p[1] = head[1];
+      static_cast<void **>(head[1])[0] = p;
+      head[1] = p;
+    } else { // before the first node
+      p[0] = head[0];
+      p[1] = head;
+      static_cast<void **>(head[0])[1] = p;
+      head[0] = p;
+    }
+    nodes.push_back(p);
+  }
+  const std::size_t slot = defero_usable_size(nodes[0]);
+  std::size_t adjacent = 0, steps = 0;
+  for (void **p = static_cast<void **>(head[0]); p[0] != head; p = static_cast<void **>(p[0])) {
+    ++steps;
+    const std::uintptr_t a = addr(p), b = addr(p[0]);
+    adjacent += (b > a ? b - a : a - b) <= 128; // the same or the next line
+  }
+  ASSERT_EQ(steps, kNodes - 1);
+  const std::size_t spans = kNodes * slot / 65536 + 2;
+  EXPECT_GE(adjacent, steps - 2 * spans - 8)
+      << "a walk in list order left the runs " << steps - adjacent << " times";
+  for (void **p : nodes)
+    defero_free(p);
+}
+
 // What the fast path must not take for a continuation: another size, a
 // node in the middle (insert before it), a left child, a kind it does not
 // know, a freed node named by a container hint.

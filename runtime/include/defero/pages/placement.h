@@ -4,7 +4,11 @@
 // container: contiguous slots cut from a run span, filled in address order
 // (growing down for nodes linked before their neighbour), two cache lines
 // first and doubling up to a K-class, never across one (ccmalloc's
-// "new-block", the Defero paper's K-classes). What a thread knows of the
+// "new-block", the Defero paper's K-classes). Runs that grow up are cut
+// from the bottom of one span per size class and those that grow down from
+// the top of another, each next run where the last one (or the nodes
+// placed beside it) ended: a list that grows at both ends lies in two
+// address-ordered streams, broken only where a span ends. What a thread knows of the
 // containers it inserts into is a ContainerTable.
 //
 // Costs: beside an anchor, the anchor's span (page map), its slot (a
@@ -101,8 +105,14 @@ public:
       if (j != kNoSlot)
         return takeFromRun(r, j, down, stride);
     }
-    SlotPage *rp = run_[cls];
-    if (!rp || rp->run_cursor >= rp->slots) {
+    // A new run starts at the first free slot of the run span's uncut
+    // part on the run's side (nodes placed beside their neighbours may
+    // have taken the slots next to it); a span with none gives way to a
+    // mostly free or a fresh one.
+    SlotPage *&run_span = run_[down][cls];
+    SlotPage *rp = run_span;
+    unsigned j = rp ? uncutSlot(rp, down) : kNoSlot;
+    if (j == kNoSlot) {
       if (rp)
         retireRun(rp);
       rp = this->takeMostlyFree(cls);
@@ -112,18 +122,27 @@ public:
         return nullptr;
       rp->state = SpanState::Run;
       rp->run_cursor = 0;
-      run_[cls] = rp;
+      rp->run_top = static_cast<std::uint16_t>(rp->slots);
+      run_span = rp;
+      j = uncutSlot(rp, down);
+      if (j == kNoSlot) // (never: the span is at most a quarter used)
+        return nullptr;
     }
-    const unsigned lo = rp->run_cursor, hi = runEnd(rp, lo, c.runs);
+    unsigned lo, hi;
+    if (down) {
+      hi = j + 1;
+      lo = runStart(rp, hi, c.runs);
+      rp->run_top = static_cast<std::uint16_t>(lo);
+    } else {
+      lo = j;
+      hi = runEnd(rp, lo, c.runs);
+      rp->run_cursor = static_cast<std::uint16_t>(hi);
+    }
     if (c.runs < 255)
       ++c.runs;
-    rp->run_cursor = static_cast<std::uint16_t>(hi);
     r = Run{rp, static_cast<std::uint16_t>(lo), static_cast<std::uint16_t>(hi),
             static_cast<std::uint16_t>(down ? hi : lo)};
-    // Never handed out as a run, but a node placed beside its neighbour
-    // may have taken a slot of it: search.
-    const unsigned j = down ? rp->findInRangeDown(lo, hi) : rp->findInRange(lo, hi);
-    return j == kNoSlot ? nullptr : takeFromRun(r, j, down, stride);
+    return takeFromRun(r, j, down, stride);
   }
 
   /// This thread's record of container c; nullptr if the table cannot be
@@ -149,6 +168,15 @@ public:
     return ((x - base) >> this->class_shift_) == ((y - base) >> this->class_shift_);
   }
 
+  /// The first address of the K-class of p (in the window).
+  std::uintptr_t classStart(const void *p) const {
+    if (this->class_shift_ >= 40)
+      return 0;
+    const std::uintptr_t base = PageArena::get().base();
+    return (((reinterpret_cast<std::uintptr_t>(p) - base) >> this->class_shift_)
+            << this->class_shift_) +
+           base;
+  }
   /// The first address past the K-class of p (in the window).
   std::uintptr_t classEnd(const void *p) const {
     if (this->class_shift_ >= 40)
@@ -177,21 +205,54 @@ private:
       rp->state = SpanState::Full;
   }
 
-  /// End of a container's run that starts at slot lo when it is the
-  /// container's `runs`-th: kFirstRunBytes << runs bytes, at least one
-  /// slot, and never past the end of lo's K-class.
+  /// The free slot of rp's uncut part [run_cursor, run_top) nearest its
+  /// top (`down`) or its bottom; kNoSlot if none.
+  static unsigned uncutSlot(const SlotPage *rp, bool down) {
+    return down ? rp->findInRangeDown(rp->run_cursor, rp->run_top)
+                : rp->findInRange(rp->run_cursor, rp->run_top);
+  }
+
+  /// Bytes of a container's `runs`-th run: kFirstRunBytes << runs.
+  static std::uintptr_t runBytes(unsigned runs) {
+    return runs >= 24 ? ~std::uintptr_t{0} : kFirstRunBytes << runs;
+  }
+
+  /// End of a container's run cut upwards from slot lo when it is the
+  /// container's `runs`-th: runBytes(runs), at least one slot, never past
+  /// the end of lo's K-class nor into the slots cut from the top.
   unsigned runEnd(const SlotPage *rp, unsigned lo, unsigned runs) const {
     const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(rp->address(lo));
     const std::uintptr_t class_end = classEnd(rp->address(lo));
-    const std::uintptr_t want = runs >= 24 ? ~std::uintptr_t{0} : a + (kFirstRunBytes << runs);
+    const std::uintptr_t want = a + runBytes(runs) < a ? ~std::uintptr_t{0} : a + runBytes(runs);
     const std::uintptr_t end = want < class_end ? want : class_end;
     unsigned hi = static_cast<unsigned>((end - rp->start + rp->slot_bytes - 1) / rp->slot_bytes);
     if (hi <= lo)
       hi = lo + 1;
-    return hi < rp->slots ? hi : rp->slots;
+    return hi < rp->run_top ? hi : rp->run_top;
   }
 
-  SlotPage *run_[kClasses] = {};
+  /// Start of a container's run cut downwards ending at slot hi (the
+  /// slots below hi are uncut) when it is the container's `runs`-th: the
+  /// mirror of runEnd (never below the K-class of slot hi - 1 nor into the
+  /// slots cut from the bottom).
+  unsigned runStart(const SlotPage *rp, unsigned hi, unsigned runs) const {
+    const std::uintptr_t class_start = classStart(rp->address(hi - 1));
+    const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(rp->address(hi));
+    const std::uintptr_t bytes = runBytes(runs);
+    const std::uintptr_t want = end - rp->start < bytes ? rp->start : end - bytes;
+    std::uintptr_t from = want > class_start ? want : class_start;
+    if (from < rp->start)
+      from = rp->start;
+    unsigned lo = static_cast<unsigned>((from - rp->start + rp->slot_bytes - 1) / rp->slot_bytes);
+    if (lo >= hi)
+      lo = hi - 1;
+    return lo > rp->run_cursor ? lo : rp->run_cursor;
+  }
+
+  /// Per direction (0 up, 1 down) and size class, the span runs are cut
+  /// from: a container's consecutive runs of one direction lie end to end
+  /// in it, not between the other direction's.
+  SlotPage *run_[2][kClasses] = {};
   ContainerTable containers_;
 };
 

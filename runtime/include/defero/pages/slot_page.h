@@ -90,7 +90,12 @@ struct alignas(64) SlotPage {
   std::uint8_t cached_word = kNoWord;
   /// Where the next word claim starts looking (takeNextWord).
   std::uint8_t word_cursor = 0;
-  std::uint16_t run_cursor = 0; ///< Run spans: first slot not yet cut
+  /// Run spans: the slots not yet cut into runs, [run_cursor, run_top).
+  /// Runs that grow up are cut from the bottom, runs that grow down from
+  /// the top, so that a container's consecutive runs of one direction lie
+  /// end to end (a walk in list order crosses from one to the next).
+  std::uint16_t run_cursor = 0;
+  std::uint16_t run_top = 0;
   SlotPage *next = nullptr;    ///< owner's Avail list
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
