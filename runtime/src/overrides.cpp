@@ -112,6 +112,24 @@ void *newOrThrow(std::size_t size, std::size_t align) {
   return defero::newSlow(size, align, false);
 }
 
+// operator new(size) and new[](size): malloc's fast path with its misses
+// tail-called to functions that never return null (no stack frame and no
+// null test on a hit: about 17 instructions, as malloc's).
+__attribute__((noinline)) void *newMiss(std::size_t size) {
+  if (void *p = defero::mallocFull(size))
+    return p;
+  return defero::newSlow(size, 0, false);
+}
+__attribute__((noinline)) void *newRefill(defero::pages::LocalHeap *h, unsigned cls,
+                                          std::size_t size) {
+  if (void *p = defero::mallocRefill(h, cls, size))
+    return p;
+  return defero::newSlow(size, 0, false);
+}
+DEFERO_ALWAYS_INLINE void *newFast(std::size_t size) {
+  return defero::mallocFastOr(size, newMiss, newRefill);
+}
+
 void *newNoThrow(std::size_t size, std::size_t align) noexcept {
   if (!align)
     if (void *p = defero::mallocFastOr(size, defero::mallocFull))
@@ -119,7 +137,8 @@ void *newNoThrow(std::size_t size, std::size_t align) noexcept {
   return defero::newSlow(size, align, true);
 }
 
-void deleteIt(void *p) noexcept {
+// Inlined into every operator delete (a jump fewer per call).
+DEFERO_ALWAYS_INLINE void deleteIt(void *p) noexcept {
   defero::freeFastOr(p, "operator delete", defero::freeFull);
 }
 
@@ -127,8 +146,8 @@ void deleteIt(void *p) noexcept {
 
 #define DEFERO_NEW __attribute__((visibility("default")))
 
-DEFERO_NEW void *operator new(std::size_t n) { return newOrThrow(n, 0); }
-DEFERO_NEW void *operator new[](std::size_t n) { return newOrThrow(n, 0); }
+DEFERO_NEW void *operator new(std::size_t n) { return newFast(n); }
+DEFERO_NEW void *operator new[](std::size_t n) { return newFast(n); }
 DEFERO_NEW void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
   return newNoThrow(n, 0);
 }

@@ -124,7 +124,10 @@ __attribute__((noinline)) void *mallocRefill(LocalHeap *h, unsigned cls, std::si
 /// cache of the calling thread's heap, refilled straight from its spans
 /// when empty; anything else goes to `miss(sz)`. Every call is a tail
 /// call, so a hit needs no stack frame and no null test.
-template <class Miss> DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss) {
+/// `refill(h, cls, sz)` takes the empty cache's case (mallocRefill, or a
+/// caller's wrapper of it that must not return null: operator new).
+template <class Miss, class Refill = decltype(&mallocRefill)>
+DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss, Refill refill = mallocRefill) {
   LocalHeap *h = tls_fast;
   if (__builtin_expect(sz > kMaxFast, 0))
     return miss(sz);
@@ -135,7 +138,7 @@ template <class Miss> DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Mi
   asm("" : "+r"(c));
   const std::uint64_t bits = c->bits;
   if (__builtin_expect(bits == 0, 0))
-    return mallocRefill(h, LocalHeap::classAt(off), sz);
+    return refill(h, LocalHeap::classAt(off), sz);
   bool twice;
   void *p = LocalHeap::takeFrom(c, bits, twice);
   if (__builtin_expect(twice, 0))
