@@ -41,7 +41,8 @@ def abi_names(path=ABI_HEADER):
             names = dict(re.findall(r'^#define (DEFERO_FN_\w+) "(\w+)"$', f.read(), re.M))
     except OSError as e:
         raise Failure(f"{path}: cannot read the hint ABI's names: {e.strerror}") from e
-    want = ("DEFERO_FN_HINT_NEIGHBOR", "DEFERO_FN_HINT_TREE", "DEFERO_FN_HINT_CONTAINER")
+    want = ("DEFERO_FN_HINT_NEIGHBOR", "DEFERO_FN_HINT_TREE", "DEFERO_FN_HINT_CONTAINER",
+            "DEFERO_FN_NEW_HINTED")
     missing = [n for n in want if n not in names]
     if missing:
         raise Failure(f"{path}: no #define of {missing[0]} (the hint ABI's names)")
@@ -176,6 +177,9 @@ __attribute__((__weak__, __nothrow__)) void
 @DEFERO_FN_HINT_TREE@(const void *__container, const void *__parent, int __insert_left);
 __attribute__((__weak__, __nothrow__)) void
 @DEFERO_FN_HINT_CONTAINER@(const void *__container);
+__attribute__((__weak__)) void *
+@DEFERO_FN_NEW_HINTED@(__SIZE_TYPE__ __size, int __kind, const void *__container,
+		       const void *__where, int __side);
 }
 
 namespace __defero
@@ -205,13 +209,44 @@ namespace __defero
     return __p;
   }
 
+  // The hint for std::allocator's next node on this thread, when the
+  // runtime has the fused entry (hint and operator new in one call, as the
+  // compiler plugin emits): kind 0, none.
+  struct __fused_hint
+  {
+    int _M_kind;
+    int _M_side;
+    const void* _M_container;
+    const void* _M_where;
+  };
+
+  inline __fused_hint&
+  __fused() _GLIBCXX_USE_NOEXCEPT
+  {
+    static __thread __fused_hint __h = { 0, 0, 0, 0 };
+    return __h;
+  }
+
+  inline bool
+  __fuse(int __kind, const void* __c, const void* __w, int __side) _GLIBCXX_USE_NOEXCEPT
+  {
+    if (!&::@DEFERO_FN_NEW_HINTED@)
+      return false;
+    __fused_hint& __h = __fused();
+    __h._M_kind = __kind;
+    __h._M_side = __side;
+    __h._M_container = __c;
+    __h._M_where = __w;
+    return true;
+  }
+
   template<typename _Alloc>
     inline void
     __hint_neighbor(const void* __c, const void* __n) _GLIBCXX_USE_NOEXCEPT
     {
       if (__is_std_allocator<_Alloc>::value)
 	{
-	  if (&::@DEFERO_FN_HINT_NEIGHBOR@)
+	  if (!__fuse(1, __c, __n, 0) && &::@DEFERO_FN_HINT_NEIGHBOR@)
 	    ::@DEFERO_FN_HINT_NEIGHBOR@(__c, __n);
 	}
       else if (__takes_hints<_Alloc>::value)
@@ -224,7 +259,7 @@ namespace __defero
     {
       if (__is_std_allocator<_Alloc>::value)
 	{
-	  if (&::@DEFERO_FN_HINT_TREE@)
+	  if (!__fuse(2, __c, __p, __left ? 1 : 0) && &::@DEFERO_FN_HINT_TREE@)
 	    ::@DEFERO_FN_HINT_TREE@(__c, __p, __left ? 1 : 0);
 	}
       else if (__takes_hints<_Alloc>::value)
@@ -235,7 +270,8 @@ namespace __defero
     inline void
     __hint_container(const void* __c) _GLIBCXX_USE_NOEXCEPT
     {
-      if (__is_std_allocator<_Alloc>::value && &::@DEFERO_FN_HINT_CONTAINER@)
+      if (__is_std_allocator<_Alloc>::value && !__fuse(3, __c, 0, 0)
+	  && &::@DEFERO_FN_HINT_CONTAINER@)
 	::@DEFERO_FN_HINT_CONTAINER@(__c);
     }
 
@@ -290,12 +326,50 @@ namespace __defero
       return _Traits::allocate(__a, 1, __hint);
     }
 
+  // std::allocator's node: through the fused entry when a hint is
+  // pending (the node's memory comes from operator new's heap, as
+  // std::allocator's does), else as std::allocator gives it.
+  template<typename _Traits>
+    inline typename _Traits::pointer
+    __allocate_std(typename _Traits::allocator_type& __a)
+    {
+      typedef typename _Traits::value_type _Tp;
+      __fused_hint& __h = __fused();
+      if (__h._M_kind != 0
+#ifdef __STDCPP_DEFAULT_NEW_ALIGNMENT__
+	  && __alignof__(_Tp) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__
+#endif
+	 )
+	{
+	  const int __kind = __h._M_kind;
+	  __h._M_kind = 0;
+	  return static_cast<typename _Traits::pointer>(
+	      ::@DEFERO_FN_NEW_HINTED@(sizeof(_Tp), __kind, __h._M_container,
+				      __h._M_where, __h._M_side));
+	}
+      __h._M_kind = 0;
+      return _Traits::allocate(__a, 1);
+    }
+
+  template<typename _Traits>
+    inline typename _Traits::pointer
+    __allocate_or_std(typename _Traits::allocator_type& __a, __bool<false>)
+    {
+      return __allocate_with<_Traits>(
+	  __a, __bool<__takes_hints<typename _Traits::allocator_type>::value>());
+    }
+
+  template<typename _Traits>
+    inline typename _Traits::pointer
+    __allocate_or_std(typename _Traits::allocator_type& __a, __bool<true>)
+    { return __allocate_std<_Traits>(__a); }
+
   template<typename _Traits>
     inline typename _Traits::pointer
     __allocate(typename _Traits::allocator_type& __a)
     {
-      return __allocate_with<_Traits>(
-	  __a, __bool<__takes_hints<typename _Traits::allocator_type>::value>());
+      return __allocate_or_std<_Traits>(
+	  __a, __bool<__is_std_allocator<typename _Traits::allocator_type>::value>());
     }
 } // namespace __defero
 
