@@ -8,7 +8,7 @@ peers as horizontal lines, as the Defero paper's Figs. 3 and 4).
   bench_report.py --scale smoke|full --out DIR --plain BIN --plugin BIN
                   --stlpatch BIN --libdefero LIB
                   [--peer NAME=LIB]... [--ks 12,16,20,24,28]
-                  [--app 'NAME|PLAIN|PLUGIN|STLPATCH']...
+                  [--app 'NAME|PLAIN|PLUGIN|STLPATCH[|CLANG]']...
                   [--replay BIN]
 
 Progress goes to stdout, one line per run. A run that fails, or kernels
@@ -33,6 +33,9 @@ SCALES = {
     "full": (1000000, 3000000, 3, (12, 16, 20, 24, 28)),
 }
 PREDICATES = ("first", "best", "path", "auto")
+# The label of the applications' plain clang++-19 build (the plugin's
+# compiler without the plugin).
+CLANG_BUILD = "clang++-19 build"
 # The applications' arguments at each scale (full: their defaults).
 APP_ARGS = {
     "smoke": {"md_cells": ["--particles", "20000", "--steps", "4"],
@@ -203,12 +206,12 @@ def main():
     apps = []
     for spec in a.app:
         parts = spec.split("|")
-        if len(parts) != 4 or not all(parts):
-            fail(f"--app '{spec}' is not valid, accepted: 'NAME|PLAIN|PLUGIN|STLPATCH'")
+        if len(parts) not in (4, 5) or not all(parts):
+            fail(f"--app '{spec}' is not valid, accepted: 'NAME|PLAIN|PLUGIN|STLPATCH[|CLANG]'")
         for path in parts[1:]:
             if not os.path.isfile(path):
                 fail(f"--app {parts[0]}: {path}: no such file")
-        apps.append(parts)
+        apps.append(parts + [None] * (5 - len(parts)))
 
     r = Runner(a, list_n, tree_n, reps)
     rows = []  # (config label, group, kernel, result row)
@@ -266,7 +269,7 @@ def run_apps(r, a, apps, peers, reps):
     """[(app, config label, group, ms, peak RSS bytes)], checksums checked
     equal per app."""
     out = []
-    for name, plain, plugin, stlpatch in apps:
+    for name, plain, plugin, stlpatch, clang in apps:
         args = APP_ARGS[a.scale].get(name, [])
         configs = [("glibc", "peer", plain, {})]
         configs += [(p, "peer", plain, {"LD_PRELOAD": lib}) for p, lib in peers
@@ -274,6 +277,12 @@ def run_apps(r, a, apps, peers, reps):
         configs += [("defero, preloaded (no hints)", "defero", plain, {"LD_PRELOAD": a.libdefero}),
                     ("defero plugin, auto", "defero", plugin, {}),
                     ("defero stl-patch, auto", "defero", stlpatch, {})]
+        if clang:  # the plugin's compiler without the plugin, under every peer
+            configs += [(f"glibc, {CLANG_BUILD}", "peer-clang", clang, {})]
+            configs += [(f"{p}, {CLANG_BUILD}", "peer-clang", clang, {"LD_PRELOAD": lib})
+                        for p, lib in peers if os.path.isfile(lib)]
+            configs += [(f"defero, preloaded (no hints), {CLANG_BUILD}", "defero", clang,
+                         {"LD_PRELOAD": a.libdefero})]
         sums = {}
         for label, group, binary, env in configs:
             times, rss = [], 0
@@ -297,7 +306,7 @@ def run_fragmentation(r, a, apps, peers):
         fail(f"--replay {a.replay}: no such file")
     work = os.path.join(a.out, "traces")
     os.makedirs(work, exist_ok=True)
-    programs = [(name, [plain] + APP_ARGS[a.scale].get(name, [])) for name, plain, _, _ in apps]
+    programs = [(name, [plain] + APP_ARGS[a.scale].get(name, [])) for name, plain, *_ in apps]
     # Programs nobody here wrote, one process each (a trace file belongs to
     # one process): python3, and GCC's compiler proper on a preprocessed file.
     n = 20000 if a.scale == "smoke" else 400000
@@ -520,6 +529,14 @@ def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, fr
                             default=0)
             goals.append((f"{n} ≥ 1.15× faster than the best peer",
                           ratio(peer_best, t.get((n, d), 0)), "≥", 1.15))
+            clang_best = min((ms for nn, lab, grp, ms, _ in app_rows
+                              if nn == n and grp == "peer-clang"), default=0)
+            if clang_best:
+                goals.append((f"{n} ≥ 1.15× faster than the best peer on the same compiler "
+                               f"(its {CLANG_BUILD})",
+                               ratio(clang_best, t.get((n, d), 0)), "≥", 1.15))
+            goals.append((f"{n}, stl-patch (g++) ≥ 1.15× faster than the best peer",
+                          ratio(peer_best, t.get((n, "defero stl-patch, auto"), 0)), "≥", 1.15))
             goals.append((f"{n} peak RSS ≤ 1.15× glibc's",
                           ratio(rss.get((n, d), 0), rss.get((n, "glibc"), 0)), "≤", 1.15))
     if frag_rows:
