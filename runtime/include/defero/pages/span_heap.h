@@ -289,16 +289,17 @@ public:
   }
 
   /// The emptiest of the first kRunScan Avail spans of class cls, taken
-  /// off the list, if at most a quarter of it is in use (a run cut from it
-  /// skips its live slots); else nullptr. Runs reuse memory that containers
-  /// gave back (a queue's popped front) instead of always growing the heap.
-  SlotPage *takeMostlyFree(unsigned cls) {
+  /// off the list, if at most `quarters` quarters of it are in use (a run
+  /// cut from it skips its live slots); else nullptr. Runs reuse memory
+  /// that containers gave back (a queue's popped front) instead of always
+  /// growing the heap.
+  SlotPage *takeMostlyFree(unsigned cls, unsigned quarters) {
     SlotPage **best_link = nullptr;
     SlotPage **link = &avail_[cls];
     for (unsigned n = 0; *link && n < kRunScan; ++n, link = &(*link)->next)
       if (!best_link || (*link)->used < (*best_link)->used)
         best_link = link;
-    if (!best_link || (*best_link)->used * 4u > (*best_link)->slots)
+    if (!best_link || (*best_link)->used * 4u > (*best_link)->slots * quarters)
       return nullptr;
     SlotPage *pg = *best_link;
     *best_link = pg->next;
