@@ -59,9 +59,10 @@ void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth)
 /// Places a small block of class cls that carries a hint, under the
 /// container's policy: beside the anchor (the neighbour, the parent on the
 /// side of the insert, or the thread's last node of the container) if a
-/// slot within a line or two of it is free; else the next slot of the container's run;
-/// else, for a container that has no run yet and no anchor here, an
-/// unhinted slot.
+/// slot within a line or two of it is free; else, for a list with no run
+/// yet, a free slot in the anchor's K-class; else the next slot of the
+/// container's run; else, for a container that has no run yet and no
+/// anchor here, an unhinted slot.
 void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
                           const PendingHint &hint) {
   pages::ContainerSlot *cs = h->container(hint.container);
@@ -106,6 +107,14 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     const bool down = pg && linksBefore(PendingHint{hint.kind, hint.side, hint.container, anchor});
     if (pg && !hint.searched) // (else the inline path found no room there)
       p = h->takeBeside(pg, anchor, LocalHeap::lineReach(cls), !down);
+    // A list this thread has no run for (new, or forgotten with the
+    // table: many small lists) takes a hole in its anchor's K-class before
+    // a run of its own is cut (debruijn_net_plugin: peak footprint 13.3 ->
+    // 12.7 MB, md_cells_plugin 52.9 -> 50.8 MB, the list kernel's layout
+    // unchanged). Trees keep their runs: a hole costs set find 1.6% more
+    // L1 misses.
+    if (!p && pg && cs->runs == 0 && hint.kind != kHintTree)
+      p = h->takeInClass(pg, anchor, !down);
     if (!p && (pg || (down ? cs->down.span : cs->up.span)))
       p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
   }

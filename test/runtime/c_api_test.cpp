@@ -6,6 +6,7 @@
 // process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -545,6 +546,47 @@ TEST(CApiHints, AListGrowingAtBothEndsWalksUpItsRunsAcrossSpans) {
       << "a walk in list order left the runs " << steps - adjacent << " times";
   for (void **p : nodes)
     defero_free(p);
+}
+
+// A list this thread holds no run for (a new one, or one the container
+// table forgot: a program with many small lists) whose tail has no free
+// slot within a line or two takes a hole in the tail's K-class, not a run
+// of its own cut from other memory (debruijn_net's 65,536 lists of four
+// nodes: peak footprint 13.3 -> 12.7 MB).
+TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
+  requireAutoPolicy();
+  constexpr std::size_t kSize = 48, kBlocks = 3000;
+  std::vector<void *> blocks;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(defero_malloc(kSize));
+    ASSERT_NE(blocks.back(), nullptr);
+  }
+  std::sort(blocks.begin(), blocks.end());
+  // A tail deep inside the blocks (every slot around it live) and, a few
+  // slots above it in the same K-class, the one hole.
+  const std::size_t t = kBlocks / 2;
+  void *tail = blocks[t];
+  std::size_t hole = 0;
+  for (std::size_t j = t + 6; j < t + 40 && !hole; ++j)
+    if (defero_class_of(blocks[j]) == defero_class_of(tail) &&
+        addr(blocks[j]) - addr(tail) == (j - t) * defero_usable_size(tail))
+      hole = j;
+  ASSERT_NE(hole, 0u) << "no block a few slots above the tail in its class";
+  void *const hole_at = blocks[hole];
+  defero_free(hole_at);
+  static void *head[2]; // a list the container table has never seen
+  head[0] = head[1] = tail;
+  static_cast<void **>(tail)[0] = head;
+  static_cast<void **>(tail)[1] = head;
+  void *p = __defero_new_hinted(kSize, 1, head, tail, 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p, hole_at) << "the node went " << static_cast<long long>(addr(p) - addr(tail))
+                        << " bytes from its tail, not into the hole in its K-class";
+  EXPECT_EQ(defero_class_of(p), defero_class_of(tail));
+  defero_free(p);
+  blocks.erase(blocks.begin() + static_cast<long>(hole));
+  for (void *b : blocks)
+    defero_free(b);
 }
 
 // What the fast path must not take for a continuation: another size, a

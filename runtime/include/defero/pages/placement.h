@@ -92,6 +92,23 @@ public:
     return pg->address(j);
   }
 
+  /// A free slot of pg in anchor's K-class, the first above anchor's slot
+  /// if `up_first` and there is one (else the last below), or the mirror;
+  /// nullptr if the class has none.
+  void *takeInClass(SlotPage *pg, const void *anchor, bool up_first) {
+    const unsigned i = slotOf(pg, anchor);
+    const unsigned lo = firstSlotAt(pg, classStart(anchor)),
+                   hi = firstSlotAt(pg, classEnd(anchor));
+    unsigned j = up_first ? pg->findInRange(i + 1, hi) : (i > lo ? pg->findInRangeDown(lo, i) : kNoSlot);
+    if (j == kNoSlot)
+      j = up_first ? (i > lo ? pg->findInRangeDown(lo, i) : kNoSlot) : pg->findInRange(i + 1, hi);
+    if (j == kNoSlot)
+      return nullptr;
+    pg->take(j);
+    this->count.allocs[pg->cls].add(1);
+    return pg->address(j);
+  }
+
   /// The free slot of pg nearest anchor's (anywhere in the span); nullptr if
   /// pg is full.
   void *takeNearest(SlotPage *pg, const void *anchor, bool up_first) {
@@ -213,6 +230,15 @@ private:
       this->pushAvail(rp);
     else
       rp->state = SpanState::Full;
+  }
+
+  /// The first slot of pg starting at or above address a (pg->slots if
+  /// none).
+  static unsigned firstSlotAt(const SlotPage *pg, std::uintptr_t a) {
+    if (a <= pg->start)
+      return 0;
+    const std::uintptr_t i = (a - pg->start + pg->slot_bytes - 1) / pg->slot_bytes;
+    return i < pg->slots ? static_cast<unsigned>(i) : pg->slots;
   }
 
   /// The free slot of rp's uncut part [run_cursor, run_top) nearest its
