@@ -154,6 +154,13 @@ __attribute__((noinline)) void *newHintedBeside(std::size_t size, int kind,
                                                 const void *container, const void *where,
                                                 int side);
 
+/// __defero_new_hinted under DEFERO_POLICY=first: a node with no container
+/// policy is not placed; it gets malloc's slot (as operator new would),
+/// counted as a hinted allocation.
+__attribute__((noinline)) void *newHintedFirst(std::size_t size, int kind,
+                                               const void *container, const void *where,
+                                               int side);
+
 __attribute__((noinline)) void *newHintedOther(std::size_t size, int kind,
                                                const void *container, const void *where,
                                                int side);
@@ -169,6 +176,8 @@ void *__defero_new_hinted(size_t size, int kind, const void *container,
   if (void *p = defero::placeAfterRecent<true>(*defero::tls_recent, size, kind, container,
                                                where, side))
     return p;
+  if (__builtin_expect(!defero::g_place_default, 0))
+    return newHintedFirst(size, kind, container, where, side);
   return newHintedBeside(size, kind, container, where, side);
 }
 
@@ -194,6 +203,24 @@ void *newHintedBeside(std::size_t size, int kind, const void *container, const v
     if (void *p = defero::placeBeside(h, size, anchored))
       return p;
   return newHintedSlow(h, size, kind, side, container, where, anchored.searched);
+}
+
+void *newHintedFirst(std::size_t size, int kind, const void *container, const void *where,
+                     int side) {
+  defero::LocalHeap *h = defero::tls_heap;
+  if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
+                           !defero::hintFastPathOpen(h) ||
+                           replaced_state.load(std::memory_order_relaxed) != kOurs,
+                       0))
+    return newHintedBeside(size, kind, container, where, side);
+  h->count.hints[kind - 1].add(1);
+  h->count.hinted_allocs.add(1);
+  void *p = defero::mallocFastOr(size, defero::mallocFull);
+  if (__builtin_expect(p == nullptr, 0))
+    p = defero::newSlow(size, 0, false); // (operator new's loop: never null)
+  if (kind != defero::kHintContainer)
+    h->count.hint_same_class.add(h->sameClass(where, p));
+  return p;
 }
 
 void *newHintedOther(std::size_t size, int kind, const void *container, const void *where,

@@ -20,11 +20,13 @@ constinit thread_local LocalHeap::Recent *tls_recent
     __attribute__((tls_model("initial-exec"))) = &kClosedRecent;
 pages::LiveTotals g_live;
 std::atomic<bool> g_any_policy{false};
+bool g_place_default = true;
 std::atomic<bool> g_new_ours{false};
 
 void openRecent(LocalHeap *h) {
-  tls_recent = h && !h->divert && g_new_ours.load(std::memory_order_relaxed) ? &h->recent
-                                                                             : &kClosedRecent;
+  tls_recent = h && !h->divert && g_place_default && g_new_ours.load(std::memory_order_relaxed)
+                   ? &h->recent
+                   : &kClosedRecent;
 }
 
 namespace {
@@ -36,6 +38,7 @@ constexpr const char *kNotLive =
 } // namespace
 
 ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
+  g_place_default = cfg.policy != Predicate::First;
   g_live.canary = kCanaryBytes;
   exit_hook_.init(&ProcessHeap::threadExit);
   trace_.open(cfg_.trace_fd);

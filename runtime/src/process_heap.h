@@ -185,6 +185,13 @@ DEFERO_ALWAYS_INLINE bool freeFast(void *p, const char *call) {
 /// allocation takes the full path, which reads the policy).
 extern std::atomic<bool> g_any_policy;
 
+/// False when the process's default predicate is First (DEFERO_POLICY=
+/// first): then a hinted node with no container policy of its own is not
+/// placed, and the fused entry gives it operator new's slot at operator
+/// new's cost (the continuation fast path is closed: tls_recent). Set once,
+/// before any thread has a heap.
+extern bool g_place_default;
+
 /// Makes `hint` the calling thread's pending hint if it has a heap (false:
 /// take ProcessHeap's hint functions). `which` counts it.
 DEFERO_ALWAYS_INLINE bool hintFast(const PendingHint &hint, unsigned which) {

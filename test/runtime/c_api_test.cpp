@@ -1,9 +1,9 @@
 // c_api_test.cpp - the C API of <defero/defero.h> and the hint ABI, against
 // the process heap (Defero::core: defero_malloc beside glibc's malloc).
 //
-// CTest runs every test in its own process with DEFERO_POLICY=auto; the
-// tests do not assume a fresh heap, so the whole binary also passes in one
-// process.
+// CTest runs every test in its own process with DEFERO_POLICY=auto (the
+// CApiFirstPolicy suite with DEFERO_POLICY=first); the tests do not assume a
+// fresh heap, so the auto tests also pass in one process.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -585,6 +585,43 @@ TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
   EXPECT_EQ(defero_class_of(p), defero_class_of(tail));
   defero_free(p);
   blocks.erase(blocks.begin() + static_cast<long>(hole));
+  for (void *b : blocks)
+    defero_free(b);
+}
+
+// Under DEFERO_POLICY=first a hinted node that has no container policy of
+// its own is not placed: the fused entry gives it the slot operator new
+// would (not the free slot right above its anchor, which auto would take)
+// and counts it as a hinted allocation.
+TEST(CApiFirstPolicy, TheFusedEntryGivesOperatorNewsSlotNotAPlacedOne) {
+  ASSERT_EQ(stats().at("policy"), "first") << "CTest runs this suite with DEFERO_POLICY=first";
+  constexpr std::size_t kSize = 48, kBlocks = 4000; // three spans of 48 B slots
+  std::vector<void *> blocks;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(defero_malloc(kSize));
+    ASSERT_NE(blocks.back(), nullptr);
+  }
+  std::sort(blocks.begin(), blocks.end());
+  // An anchor in the oldest span (not the one malloc is taking slots from)
+  // with the slot right above it free.
+  const std::size_t a = 100, slot = defero_usable_size(blocks[a]);
+  ASSERT_EQ(addr(blocks[a + 1]), addr(blocks[a]) + slot);
+  void *const hole = blocks[a + 1];
+  defero_free(hole);
+  static void *head[2];
+  head[0] = head[1] = blocks[a];
+  static_cast<void **>(blocks[a])[0] = head;
+  static_cast<void **>(blocks[a])[1] = head;
+  const Stats s0 = stats();
+  void *p = __defero_new_hinted(kSize, 1, head, blocks[a], 0);
+  ASSERT_NE(p, nullptr);
+  const Stats s1 = stats();
+  EXPECT_NE(p, hole) << "placed right above its anchor under First";
+  EXPECT_GE(defero_usable_size(p), kSize);
+  EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 1);
+  EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), 1);
+  defero_free(p);
+  blocks.erase(blocks.begin() + static_cast<long>(a) + 1);
   for (void *b : blocks)
     defero_free(b);
 }
