@@ -209,7 +209,7 @@ void *newHintedFirst(std::size_t size, int kind, const void *container, const vo
                      int side) {
   defero::LocalHeap *h = defero::tls_heap;
   if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
-                           !defero::hintFastPathOpen(h) ||
+                           !defero::hintPoliciesUniform(h) ||
                            replaced_state.load(std::memory_order_relaxed) != kOurs,
                        0))
     return newHintedBeside(size, kind, container, where, side);

@@ -355,10 +355,16 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint
   return p;
 }
 
-/// Whether h may place hinted blocks on the fast path (no tracing, no
-/// real-time backend, no container with a policy of its own).
-DEFERO_ALWAYS_INLINE bool hintFastPathOpen(const LocalHeap *h) {
+/// Whether h's hinted blocks may skip the full path's policy reading (no
+/// tracing, no real-time backend, no container with a policy of its own).
+DEFERO_ALWAYS_INLINE bool hintPoliciesUniform(const LocalHeap *h) {
   return h->divert == 0 && !g_any_policy.load(std::memory_order_relaxed);
+}
+
+/// Whether h may place hinted blocks on the fast path: their policies are
+/// uniform and the default predicate places (not First).
+DEFERO_ALWAYS_INLINE bool hintFastPathOpen(const LocalHeap *h) {
+  return g_place_default && hintPoliciesUniform(h);
 }
 
 /// Whether a hint can take the fast path (placeBeside), and its anchor: a

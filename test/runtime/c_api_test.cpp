@@ -590,10 +590,10 @@ TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
 }
 
 // Under DEFERO_POLICY=first a hinted node that has no container policy of
-// its own is not placed: the fused entry gives it the slot operator new
-// would (not the free slot right above its anchor, which auto would take)
-// and counts it as a hinted allocation.
-TEST(CApiFirstPolicy, TheFusedEntryGivesOperatorNewsSlotNotAPlacedOne) {
+// its own is not placed, whichever way its hint came: it gets the slot
+// malloc would give (not the free slot right above its anchor, which auto
+// would take) and counts as a hinted allocation.
+TEST(CApiFirstPolicy, NeitherHintRoutePlacesANode) {
   ASSERT_EQ(stats().at("policy"), "first") << "CTest runs this suite with DEFERO_POLICY=first";
   constexpr std::size_t kSize = 48, kBlocks = 4000; // three spans of 48 B slots
   std::vector<void *> blocks;
@@ -602,28 +602,38 @@ TEST(CApiFirstPolicy, TheFusedEntryGivesOperatorNewsSlotNotAPlacedOne) {
     ASSERT_NE(blocks.back(), nullptr);
   }
   std::sort(blocks.begin(), blocks.end());
-  // An anchor in the oldest span (not the one malloc is taking slots from)
-  // with the slot right above it free.
-  const std::size_t a = 100, slot = defero_usable_size(blocks[a]);
-  ASSERT_EQ(addr(blocks[a + 1]), addr(blocks[a]) + slot);
-  void *const hole = blocks[a + 1];
-  defero_free(hole);
   static void *head[2];
-  head[0] = head[1] = blocks[a];
-  static_cast<void **>(blocks[a])[0] = head;
-  static_cast<void **>(blocks[a])[1] = head;
-  const Stats s0 = stats();
-  void *p = __defero_new_hinted(kSize, 1, head, blocks[a], 0);
-  ASSERT_NE(p, nullptr);
-  const Stats s1 = stats();
-  EXPECT_NE(p, hole) << "placed right above its anchor under First";
-  EXPECT_GE(defero_usable_size(p), kSize);
-  EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 1);
-  EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), 1);
-  defero_free(p);
-  blocks.erase(blocks.begin() + static_cast<long>(a) + 1);
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "one-shot hint");
+    // An anchor in the oldest span (not the one malloc is taking slots
+    // from) with the slot right above it free.
+    const std::size_t a = fused ? 100 : 200, slot = defero_usable_size(blocks[a]);
+    ASSERT_EQ(addr(blocks[a + 1]), addr(blocks[a]) + slot);
+    void *const hole = blocks[a + 1];
+    defero_free(hole);
+    blocks[a + 1] = nullptr;
+    head[0] = head[1] = blocks[a];
+    static_cast<void **>(blocks[a])[0] = head;
+    static_cast<void **>(blocks[a])[1] = head;
+    const Stats s0 = stats();
+    void *p;
+    if (fused) {
+      p = __defero_new_hinted(kSize, 1, head, blocks[a], 0);
+    } else {
+      __defero_hint_neighbor(head, blocks[a]);
+      p = defero_malloc(kSize);
+    }
+    ASSERT_NE(p, nullptr);
+    const Stats s1 = stats();
+    EXPECT_NE(p, hole) << "placed right above its anchor under First";
+    EXPECT_GE(defero_usable_size(p), kSize);
+    EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 1);
+    EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), 1);
+    defero_free(p);
+  }
   for (void *b : blocks)
-    defero_free(b);
+    if (b)
+      defero_free(b);
 }
 
 // What the fast path must not take for a continuation: another size, a
