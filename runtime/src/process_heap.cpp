@@ -387,8 +387,32 @@ void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
 }
 
 namespace {
+/// Under DEFERO_POLICY=first, a one-shot hint's malloc when no container
+/// has a policy of its own: malloc's slot, counted as a hinted allocation
+/// (ProcessHeap::hinted would give the same slot on its full path).
+/// nullptr: no pending hint here, take the other paths.
+void *mallocFirst(std::size_t sz) {
+  LocalHeap *h = tls_heap;
+  if (!h || h->hint.kind == kHintNone || !hintPoliciesUniform(h))
+    return nullptr;
+  const void *anchor = h->hint.kind == kHintContainer ? nullptr : h->hint.where;
+  h->hint.kind = kHintNone;
+  tls_fast = h; // (not diverted: hintPoliciesUniform)
+  void *p = mallocFast(sz);
+  if (!p)
+    p = mallocSlowEntry(sz);
+  if (p) {
+    h->count.hinted_allocs.add(1);
+    h->count.hint_same_class.add(anchor && h->sameClass(anchor, p));
+  }
+  return p;
+}
+
 /// mallocFull once no one-shot hint continues the recent placement.
 __attribute__((noinline)) void *mallocBeside(std::size_t sz) {
+  if (!g_place_default)
+    if (void *p = mallocFirst(sz))
+      return p;
   if (void *p = mallocHintedFast(sz))
     return p;
   return mallocSlowEntry(sz);

@@ -187,9 +187,10 @@ extern std::atomic<bool> g_any_policy;
 
 /// False when the process's default predicate is First (DEFERO_POLICY=
 /// first): then a hinted node with no container policy of its own is not
-/// placed, and the fused entry gives it operator new's slot at operator
-/// new's cost (the continuation fast path is closed: tls_recent). Set once,
-/// before any thread has a heap.
+/// placed: the fused entry and a one-shot hint's malloc give it malloc's
+/// slot (pair_cost: 142.2 and 187.1 instructions a pair, unhinted 80.2),
+/// and the continuation fast path is closed (tls_recent). Set once, before
+/// any thread has a heap.
 extern bool g_place_default;
 
 /// Makes `hint` the calling thread's pending hint if it has a heap (false:
