@@ -276,6 +276,10 @@ def run_apps(r, a, apps, peers, reps):
                     if os.path.isfile(lib)]
         configs += [("defero, preloaded (no hints)", "defero", plain, {"LD_PRELOAD": a.libdefero}),
                     ("defero plugin, auto", "defero", plugin, {}),
+                    # The same binary with placement off: what the hints' placement
+                    # itself gains or costs each program.
+                    ("defero plugin, first (no placement)", "defero", plugin,
+                     {"DEFERO_POLICY": "first"}),
                     ("defero stl-patch, auto", "defero", stlpatch, {})]
         if clang:  # the plugin's compiler without the plugin, under every peer
             configs += [(f"glibc, {CLANG_BUILD}", "peer-clang", clang, {})]
