@@ -99,13 +99,20 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
       h->noteRecent(hint.container, nullptr, nullptr, 0, 0);
   }
   void *p = nullptr;
+  bool searched = hint.searched;
+  if (pred != Predicate::First && h->stacked(cls)) {
+    // The placement searches the spans' bitmaps: the blocks this thread
+    // freed onto its stack of the class go back to them first.
+    h->flushStack(cls, 0);
+    searched = false;
+  }
   if (pred != Predicate::First) {
     // A node that goes before its anchor in the container's order goes
     // below it, others above: in-order and list order walk up the
     // addresses.
     SlotPage *pg = h->mySpan(anchor, cls);
     const bool down = pg && linksBefore(PendingHint{hint.kind, hint.side, hint.container, anchor});
-    if (pg && !hint.searched) // (else the inline path found no room there)
+    if (pg && !searched) // (else the inline path found no room there)
       p = h->takeBeside(pg, anchor, LocalHeap::lineReach(cls), !down);
     // A list this thread has no run for (new, or forgotten with the
     // table: many small lists) takes a hole in its anchor's K-class before

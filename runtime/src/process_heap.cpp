@@ -79,6 +79,8 @@ LocalHeap *ProcessHeap::attachHeap() {
   h->noteRecent(nullptr, nullptr, nullptr, 0, 0);
   tls_heap = h;
   tls_fast = h->divert ? noFastHeap() : h;
+  if (!h->divert && !kCanaryBytes)
+    h->openStacks();
   openRecent(h);
   exit_hook_.arm(h);
   return h;
@@ -90,6 +92,9 @@ void ProcessHeap::threadExit(void *value) {
   ProcessHeap &self = processHeap();
   if (tls_heap != h)
     return;
+  for (unsigned cls = 0; cls < LocalHeap::kClasses; ++cls)
+    h->flushStack(cls, 0);
+  h->closeStacks();
   h->flushOutbox(); // the blocks it freed for other heaps go home now
   h->uncacheAll();  // its counts become exact
   h->publishLive();
@@ -238,6 +243,20 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
                         pg->slotHolding(p) >= pg->slots ? "pointer not allocated by this heap"
                                                         : "pointer is inside a block, not its start");
     checkCanary(p, pg->slot_bytes, call);
+    if constexpr (kCanaryBytes == 0) {
+      // A block on a free stack (any thread's) carries the mark; a live
+      // block carries it only if the program wrote exactly that word.
+      if (LocalHeap::marked(p))
+        os::fatal_pointer(call, p, "double free (block is already free)");
+      if (h && tls_fast == h && h->stackOpen(pg->cls) && !pg->wasPlaced()) {
+        LocalHeap::WordCache *c = h->cache(pg->cls);
+        if (!LocalHeap::pushFreed(c, p)) { // full: half of it goes back
+          h->flushStack(pg->cls, c->limit / 2);
+          LocalHeap::pushFreed(c, p);
+        }
+        return;
+      }
+    }
     if (pg->owner == h)
       h->freeLocal(pg, i, call);
     else if (h) // (a double free is reported when the owner collects it)
@@ -302,7 +321,8 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     const unsigned i = pg->slotAt(p);
     if (i == pages::kNoSlot)
       os::fatal_pointer(call, p, "pointer is inside a block, not its start");
-    if (pg->owner == tls_heap && tls_heap->isFree(pg, i))
+    if ((pg->owner == tls_heap && tls_heap->isFree(pg, i)) ||
+        (kCanaryBytes == 0 && LocalHeap::marked(p))) // (on a free stack)
       os::fatal_pointer(call, p, "pointer is not a live block of this heap");
     checkCanary(p, pg->slot_bytes, call);
     old = pg->slot_bytes - kCanaryBytes;

@@ -24,10 +24,13 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
     std::lock_guard<SpinLock> guard(heaps_lock_);
     for (LocalHeap *h = heaps_; h; h = h->next_heap) {
       // The word caches' unhanded slots are counted as taken: not yet.
-      allocs += h->smallAllocs() - h->cachedSlots() + h->count.large_allocs.get();
-      frees += h->smallFrees() + h->count.large_frees.get();
+      // Blocks freed onto a free stack stay counted as taken: a push is a
+      // free, a pop an allocation.
+      allocs += h->smallAllocs() - h->cachedSlots() + h->stackPops() +
+                h->count.large_allocs.get();
+      frees += h->smallFrees() + h->stackPushes() + h->count.large_frees.get();
       live += h->smallLiveBytes(kCanaryBytes) - h->cachedBytes(kCanaryBytes) -
-              h->livePublished();
+              h->stackedBytes(kCanaryBytes) - h->livePublished();
       for (int k = 0; k < 3; ++k)
         hints[k] += h->hintsOf(static_cast<unsigned>(k));
       hinted += h->hintedAllocs();

@@ -43,22 +43,20 @@ int main(int argc, char **argv) {
     std::free(p);
     std::free(p);
   } else if (c == "double-free-reclaimed") {
-    // The second free comes after the heap took the freed slots' word back
-    // for unhinted mallocs (its word cache): reported when that slot comes
-    // up for reuse, before it can be handed out twice.
-    static void *blocks[1000];
+    // The second free comes after the block left the thread's free stack
+    // (it overflowed: its oldest blocks went back to their span's bitmap):
+    // reported when the second copy goes back to the span too, before it
+    // can be handed out twice.
+    static void *blocks[4000];
     for (auto &b : blocks)
       b = std::malloc(48);
-    void *volatile p = blocks[500];
-    std::free(blocks[499]);
+    void *volatile p = blocks[0];
     std::free(p);
-    void *got = nullptr;
-    for (int n = 0; n < 1000 && got != blocks[499]; ++n)
-      got = std::malloc(48);
+    for (int i = 1; i < 2000; ++i)
+      std::free(blocks[i]);
     std::free(p);
-    for (int n = 0; n < 1000; ++n)
-      if (std::malloc(48) == p)
-        break; // handed out twice: reaching the end is the failure
+    for (int i = 2000; i < 4000; ++i)
+      std::free(blocks[i]);
   } else if (c == "double-delete") {
     int *volatile p = new int(5);
     delete p;

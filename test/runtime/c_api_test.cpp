@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <set>
 #include <new>
 #include <string>
 #include <thread>
@@ -274,6 +276,71 @@ TEST(CApiBasicsDeathTest, MisuseIsReported) {
   EXPECT_DEATH(defero_free(&local), std::string("^defero: defero_free\\(") + b +
                                         "\\): [^\n]*not [^\n]*this heap[^\n]*\n$");
   defero_free(q);
+}
+
+// --- free stacks ------------------------------------------------------------
+
+// A freed block waits on its class's free stack in the freeing thread's
+// heap: the next malloc of the class takes the block freed last (its line
+// still in the cache), and a malloc of another class does not.
+TEST(CApiFreeStack, TheNextMallocOfTheClassGetsTheBlockFreedLast) {
+  void *a = defero_malloc(80), *b = defero_malloc(80), *c = defero_malloc(80);
+  ASSERT_TRUE(a && b && c);
+  defero_free(a);
+  defero_free(b);
+  void *other = defero_malloc(300); // another class: not b
+  EXPECT_NE(other, b);
+  EXPECT_NE(other, a);
+  EXPECT_EQ(defero_malloc(80), b) << "last in, first out";
+  EXPECT_EQ(defero_malloc(80), a);
+  for (void *p : {a, b, c, other})
+    defero_free(p);
+}
+
+// A block another thread allocated goes on the freeing thread's stack (no
+// round trip to its owner), and the stats still count one free and one
+// allocation per call.
+TEST(CApiFreeStack, AnotherThreadsBlockIsReusedByTheThreadThatFreedIt) {
+  void *theirs = nullptr;
+  std::thread([&] { theirs = defero_malloc(96); }).join();
+  ASSERT_NE(theirs, nullptr);
+  const Stats s0 = stats();
+  defero_free(theirs);
+  void *mine = defero_malloc(96);
+  const Stats s1 = stats();
+  EXPECT_EQ(mine, theirs);
+  EXPECT_EQ(num(s1, "frees") - num(s0, "frees"), 1);
+  EXPECT_EQ(num(s1, "allocs") - num(s0, "allocs"), 1);
+  EXPECT_EQ(num(s1, "live_bytes"), num(s0, "live_bytes"));
+  defero_free(mine);
+}
+
+// A stack holds a bounded number of blocks: past it, frees go back to the
+// spans, and every block stays usable and distinct (nothing handed out
+// twice, nothing lost from the counts).
+TEST(CApiFreeStack, AFullStackGivesBlocksBackToTheirSpans) {
+  constexpr int kN = 5000; // more than any stack of 32 B blocks holds
+  const Stats s0 = stats();
+  std::vector<void *> v(kN);
+  for (auto &p : v) {
+    p = defero_malloc(32);
+    ASSERT_NE(p, nullptr);
+  }
+  for (void *p : v)
+    defero_free(p);
+  std::set<void *> again;
+  for (int i = 0; i < kN; ++i) {
+    void *p = defero_malloc(32);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(again.insert(p).second) << "handed out twice: " << p;
+    std::memset(p, 0x5A, 32);
+  }
+  for (void *p : again)
+    defero_free(p);
+  const Stats s1 = stats();
+  EXPECT_EQ(num(s1, "allocs") - num(s0, "allocs"), 2 * kN);
+  EXPECT_EQ(num(s1, "frees") - num(s0, "frees"), 2 * kN);
+  EXPECT_EQ(num(s1, "live_bytes"), num(s0, "live_bytes"));
 }
 
 // Regression test for a fixed bug (kbit_heap.h, KBitHeap::nearest(); see kbit_heap_test.cpp): with the
@@ -612,6 +679,10 @@ TEST(CApiFirstPolicy, NeitherHintRoutePlacesANode) {
     void *const hole = blocks[a + 1];
     defero_free(hole);
     blocks[a + 1] = nullptr;
+    // malloc's slot is the block freed last (its free stack): not the hole.
+    void *const decoy = blocks[kBlocks - 1 - a];
+    defero_free(decoy);
+    blocks[kBlocks - 1 - a] = nullptr;
     head[0] = head[1] = blocks[a];
     static_cast<void **>(blocks[a])[0] = head;
     static_cast<void **>(blocks[a])[1] = head;
@@ -626,6 +697,7 @@ TEST(CApiFirstPolicy, NeitherHintRoutePlacesANode) {
     ASSERT_NE(p, nullptr);
     const Stats s1 = stats();
     EXPECT_NE(p, hole) << "placed right above its anchor under First";
+    EXPECT_EQ(p, decoy) << "not malloc's slot";
     EXPECT_GE(defero_usable_size(p), kSize);
     EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 1);
     EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), 1);

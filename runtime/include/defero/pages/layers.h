@@ -7,7 +7,8 @@
 //                    owner into a span's bitmap, owner counters
 //   RemoteFreeLayer  frees by other threads: a lock-free list per heap, an
 //                    outbox per thread (one CAS per batch)
-//   WordCacheLayer   unhinted malloc from one bitmap word claimed whole
+//   WordCacheLayer   unhinted malloc from a LIFO free stack per class, else
+//                    from one bitmap word claimed whole
 //   PlacementLayer   the K-Bit placement: beside an anchor, a container's
 //                    run, never across a K-class
 //

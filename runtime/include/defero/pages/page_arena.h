@@ -112,6 +112,7 @@ public:
     pg->slot_bytes = kbit::kClassBytes[cls];
     pg->slots = bytes / kbit::kClassBytes[cls];
     pg->cls = static_cast<std::uint8_t>(cls);
+    pg->cache_off = static_cast<std::uint16_t>(cls * kClassCacheBytes);
     pg->inverse = inverseOf(kbit::kClassBytes[cls]);
     static_assert((1u << kbit::kMaxOffsetBits) <= (1u << kMaxOffsetBits));
     pg->owner = owner;

@@ -68,6 +68,15 @@ public:
     return pg;
   }
 
+  /// Marks pg (this heap's) as a span where a hint placed a block; the
+  /// first time, the blocks of its class on this thread's free stack go
+  /// back to their bitmaps (so that none of pg's is on it: the owner's
+  /// frees of a placed span's blocks go straight to its bitmap).
+  void notePlaced(SlotPage *pg) {
+    if (__builtin_expect(pg->markPlaced(), 0))
+      this->flushStack(pg->cls, 0);
+  }
+
   /// Whether p is a block this heap owns and has handed out (not free).
   bool holdsLive(const void *p) const {
     const SlotPage *pg = PageArena::get().spanOf(p);
@@ -88,6 +97,7 @@ public:
     if (j == kNoSlot)
       return nullptr;
     pg->take(j);
+    notePlaced(pg);
     this->count.allocs[pg->cls].add(1);
     return pg->address(j);
   }
@@ -105,6 +115,7 @@ public:
     if (j == kNoSlot)
       return nullptr;
     pg->take(j);
+    notePlaced(pg);
     this->count.allocs[pg->cls].add(1);
     return pg->address(j);
   }
@@ -116,6 +127,7 @@ public:
     if (j == kNoSlot)
       return nullptr;
     pg->take(j);
+    notePlaced(pg);
     this->count.allocs[pg->cls].add(1);
     return pg->address(j);
   }
@@ -217,6 +229,7 @@ public:
 private:
   void *takeFromRun(Run &r, unsigned j, bool down, unsigned stride) {
     r.span->take(j);
+    notePlaced(r.span);
     this->count.allocs[r.span->cls].add(1);
     // Up: the next search starts `stride` above j; down: it ends
     // `stride - 1` below j (the slots between stay free for later

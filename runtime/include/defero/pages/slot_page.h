@@ -40,6 +40,8 @@ inline constexpr unsigned kWordBits = 64;
 inline constexpr unsigned kMaxWords = 64;
 inline constexpr unsigned kMaxSlots = kWordBits * kMaxWords;
 inline constexpr unsigned kNoSlot = ~0u;
+/// Bytes of a heap's per-class word cache and free stack (one line).
+inline constexpr unsigned kClassCacheBytes = 64;
 inline constexpr std::uint8_t kNoWord = 0xFF;
 /// Offsets within a span stay below 2^kMaxOffsetBits (spans <= 256 KiB).
 inline constexpr unsigned kMaxOffsetBits = 18;
@@ -81,6 +83,22 @@ struct alignas(64) SlotPage {
                                ///< word: free compares it from memory)
   std::uint32_t slot_bytes = 0;
   std::uint8_t cls = 0;        ///< size class
+  /// cls * kClassCacheBytes: the offset of the class's word cache and free
+  /// stack in a heap's table of them (free's fast path: one load).
+  std::uint16_t cache_off = 0;
+  /// The owner, set (once, by the owner) when a hint placed a block here;
+  /// null before. The owner's frees of a placed span's blocks go back to
+  /// its bitmap, where the placement searches see them, not onto a free
+  /// stack (WordCacheLayer); free's fast path tests both in one compare.
+  SpanHeap *placed_owner = nullptr;
+  bool wasPlaced() const { return __atomic_load_n(&placed_owner, __ATOMIC_RELAXED) != nullptr; }
+  /// Marks the span placed; true the first time.
+  bool markPlaced() {
+    if (wasPlaced()) // (a store only once: other threads' frees read this line)
+      return false;
+    __atomic_store_n(&placed_owner, owner, __ATOMIC_RELAXED);
+    return true;
+  }
   // --- second line: the owner's (written by its malloc and free) ---
   alignas(64) std::uint64_t summary = 0; ///< bit w: free[w] != 0
   std::uint16_t used = 0;      ///< slots handed out (owner only)
