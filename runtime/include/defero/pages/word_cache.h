@@ -46,7 +46,7 @@ public:
     std::uintptr_t base = 0;     ///< address of the word's slot 0
     std::uint64_t slot_bytes = 0;
     const std::uint64_t *word = &kNoWordBits; ///< the span's bitmap word
-    // The class's free stack (see FreeStack below): in the same line, so
+    // The class's free stack (the free stacks, below): in the same line, so
     // that malloc and free touch one line of the heap per class.
     void *head = nullptr;  ///< the block freed last (linked through word 0)
     OwnerCounter count;    ///< blocks on the stack
@@ -129,8 +129,10 @@ public:
   // malloc of the class takes it back, while its line is still in the
   // cache (tcmalloc's thread cache; the word cache hands out slots in
   // address order, freed long ago). A stacked block stays taken in its
-  // span's bitmap. A full stack gives half its blocks back to their spans
-  // (flushStack), as does a thread that exits.
+  // span's bitmap. When the stack is full, free's fast path gives the
+  // owner's block to its bitmap and the slow path pushes the older half of
+  // the stack out to the spans (flushStack), as a thread that exits and
+  // the hinted slow path (for its class) do with all of it.
 
   /// The second word of a stacked block: a free of a block that holds it
   /// is a double free (checked on the slow path).
@@ -182,17 +184,9 @@ public:
   bool stackOpen(unsigned cls) const { return words_[cls].limit != 0; }
   /// Whether the free stack of class cls holds a block.
   bool stacked(unsigned cls) const { return words_[cls].head != nullptr; }
-  /// Whether p is on the free stack of class cls (walks it).
-  bool stacked(unsigned cls, const void *p) const {
-    std::uint64_t n = words_[cls].count.get();
-    for (const void *q = words_[cls].head; q && n; --n, q = *static_cast<void *const *>(q))
-      if (q == p)
-        return true;
-    return false;
-  }
   /// Gives the blocks of class cls's stack beyond its `keep` most recent
   /// back to their spans: this heap's into their bitmaps, others' to
-  /// their owners' remote lists. Counts nothing but `flushed`.
+  /// their owners' remote lists. Counts nothing but flushed_.
   __attribute__((noinline)) void flushStack(unsigned cls, std::uint64_t keep) {
     WordCache &c = words_[cls];
     const std::uint64_t n = c.count.get();
@@ -219,7 +213,7 @@ public:
     c.count.add(0 - gone);
     flushed_[cls].add(gone);
   }
-  /// Blocks taken back from the stacks (popFreed) ever, and blocks on them.
+  /// Blocks taken back from the stacks (popFreed) ever; blocks pushed ever.
   std::uint64_t stackPops() const {
     std::uint64_t n = 0;
     for (unsigned cls = 0; cls < Super::kClasses; ++cls)
