@@ -248,7 +248,10 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
       // block carries it only if the program wrote exactly that word.
       if (LocalHeap::marked(p))
         os::fatal_pointer(call, p, "double free (block is already free)");
-      if (h && tls_fast == h && h->stackOpen(pg->cls) && !pg->wasPlaced()) {
+      // (As free's fast path: onto the stack unless the owner frees a
+      // placed span's block.)
+      if (h && tls_fast == h && h->stackOpen(pg->cls) &&
+          __atomic_load_n(&pg->placed_owner, __ATOMIC_RELAXED) != h) {
         LocalHeap::WordCache *c = h->cache(pg->cls);
         if (!LocalHeap::pushFreed(c, p)) { // full: half of it goes back
           h->flushStack(pg->cls, c->limit / 2);

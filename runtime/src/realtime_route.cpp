@@ -53,7 +53,7 @@ std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
         hints[k] += h->hintsOf(static_cast<unsigned>(k));
       hinted += h->hintedAllocs();
       same += h->hintSameClass();
-      boot += h->smallAllocs() - h->cachedSlots();
+      boot += h->smallAllocs() - h->cachedSlots() + h->stackPops();
     }
   }
   const RealtimeHeap::Counts n = rt_->counts();
