@@ -128,16 +128,18 @@ OperatorNew replacedOperatorNew() {
   return s == kTheirs ? replaced.load(std::memory_order_relaxed) : nullptr;
 }
 
-/// __defero_new_hinted when its anchor has no room beside it: the hinted
-/// slow path, then operator new's loop.
+/// __defero_new_hinted when its anchor has no room beside it, on a thread
+/// whose hinted fast path is open (not diverted): the full placement
+/// (ProcessHeap::mallocHintedOpen, no round trip through the pending hint
+/// and malloc's slow path), then operator new's loop.
 __attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t size,
                                               int kind, int side, const void *container,
                                               const void *where, std::uint8_t searched) {
-  defero::ProcessHeap::setHint(
-      h, defero::PendingHint{static_cast<std::uint8_t>(kind),
-                             static_cast<std::int8_t>(kind == defero::kHintTree && side),
-                             container, where, searched});
-  if (void *p = processHeap().mallocSlow(size, nullptr))
+  if (void *p = processHeap().mallocHintedOpen(
+          h, size,
+          defero::PendingHint{static_cast<std::uint8_t>(kind),
+                              static_cast<std::int8_t>(kind == defero::kHintTree && side),
+                              container, where, searched}))
     return p;
   return defero::newSlow(size, 0, false);
 }

@@ -134,6 +134,17 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
   return p;
 }
 
+void *ProcessHeap::mallocHintedOpen(LocalHeap *h, std::size_t sz, const PendingHint &hint) {
+  if (__builtin_expect(h->hint.kind != kHintNone, 0))
+    takeHint(h);
+  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  void *p = hinted(h, sz, cls, hint);
+  if (__builtin_expect(!p, 0)) // the small-object window is full
+    return mallocLarge(h, sz, os::kPageBytes, nullptr);
+  finishSmall(h, p, cls);
+  return p;
+}
+
 void *ProcessHeap::mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align,
                                bool *fresh) {
   std::size_t bytes = 0;

@@ -441,6 +441,12 @@ public:
   }
 
   void *mallocSlow(std::size_t sz, bool *fresh);
+  /// A hinted small block (sz <= kMaxFast) for h, the calling thread's
+  /// heap, whose hinted fast path is open (hintFastPathOpen: no real-time
+  /// heap, no trace): ProcessHeap::hinted's placement without a pending
+  /// hint (one left pending by a one-shot hint is dropped, as the fused
+  /// entry always did). nullptr: out of memory.
+  void *mallocHintedOpen(LocalHeap *h, std::size_t sz, const PendingHint &hint);
   /// free's full path (after freeFast declined).
   void freeSlow(void *p, const char *call);
 
