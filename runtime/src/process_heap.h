@@ -244,11 +244,12 @@ extern std::atomic<bool> g_new_ours;
 /// path may be open (see tls_recent).
 void openRecent(LocalHeap *h);
 
-/// Takes slot n of pg, the slot right above the recent node of r, if it is
-/// free, and makes it the recent node, counting it in r.placed[Row].
+/// Takes slot n of pg, the slot right above the recent node of r (at
+/// `node`), if it is free, and makes it the recent node, counting it in
+/// r.placed[Row].
 template <unsigned Row>
-DEFERO_ALWAYS_INLINE void *takeAboveRecent(LocalHeap::Recent &r, SlotPage *pg,
-                                           std::uint64_t n) {
+DEFERO_ALWAYS_INLINE void *takeAboveRecent(LocalHeap::Recent &r, const void *node,
+                                           SlotPage *pg, std::uint64_t n) {
   std::uint64_t *word = &pg->free[n / pages::kWordBits];
   // One register for the word's address (GCC would keep its index and
   // the index plus the bitmap's offset: two callee-saved registers).
@@ -270,7 +271,9 @@ DEFERO_ALWAYS_INLINE void *takeAboveRecent(LocalHeap::Recent &r, SlotPage *pg,
     pg->summary &= ~(std::uint64_t{1} << (w / pages::kWordBits));
   }
   ++pg->used;
-  void *p = pg->address(static_cast<unsigned>(n));
+  // The slot's address from the node's: an add (the slot's index times
+  // the slot size is an imul and a load more).
+  void *p = const_cast<char *>(static_cast<const char *>(node)) + pg->slot_bytes;
   r.node = p;
   r.slot = n;
   r.placed[Row * LocalHeap::kClasses].add(1);
@@ -310,18 +313,18 @@ DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz
     // After the tail: its next is the container's header.
     if (where != r.node || !inContainer(*static_cast<const void *const *>(where), container))
       return nullptr;
-    return takeAboveRecent<Fused ? 0 : kUnfused>(r, pg, n);
+    return takeAboveRecent<Fused ? 0 : kUnfused>(r, where, pg, n);
   }
   if (kind == kHintTree) {
     if (where != r.node || side != 0)
       return nullptr;
-    return takeAboveRecent<Fused ? 1 : kUnfused>(r, pg, n);
+    return takeAboveRecent<Fused ? 1 : kUnfused>(r, where, pg, n);
   }
   if (kind == kHintContainer) {
     // A remembered anchor: only while it is live.
     if (container != r.container || pg->isFree(static_cast<unsigned>(i)))
       return nullptr;
-    return takeAboveRecent<Fused ? 2 : kUnfused>(r, pg, n);
+    return takeAboveRecent<Fused ? 2 : kUnfused>(r, r.node, pg, n);
   }
   return nullptr;
 }
