@@ -198,7 +198,7 @@ extern "C" {
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
   if (__builtin_expect(kind == defero::kHintNeighbor, 1)) {
-    if (void *p = defero::placeAfterRecent<true>(*defero::tls_recent, size,
+    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size,
                                                  defero::kHintNeighbor, container, where, 0))
       return p;
     return newHintedMiss(size, defero::kHintNeighbor, container, where, 0);
@@ -213,7 +213,7 @@ namespace {
 void *newHintedKinds(std::size_t size, int kind, const void *container, const void *where,
                      int side) {
   if (__builtin_expect(kind == defero::kHintContainer, 1)) { // (no anchor named, no side)
-    if (void *p = defero::placeAfterRecent<true>(*defero::tls_recent, size,
+    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size,
                                                  defero::kHintContainer, container, where, 0))
       return p;
     return newHintedMiss(size, defero::kHintContainer, container, where, 0);
@@ -223,7 +223,7 @@ void *newHintedKinds(std::size_t size, int kind, const void *container, const vo
 
 void *newHintedTree(std::size_t size, int kind, const void *container, const void *where,
                     int side) {
-  if (void *p = defero::placeAfterRecent<true>(*defero::tls_recent, size, kind, container,
+  if (void *p = defero::placeAfterRecent(*defero::tls_recent, size, kind, container,
                                                where, side))
     return p;
   return newHintedMiss(size, kind, container, where, side);

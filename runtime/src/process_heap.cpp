@@ -97,6 +97,7 @@ void ProcessHeap::threadExit(void *value) {
   h->closeStacks();
   h->flushOutbox(); // the blocks it freed for other heaps go home now
   h->uncacheAll();  // its counts become exact
+  h->endStreak();
   h->publishLive();
   h->large_cache.drainTo(self.large_);
   h->hint = PendingHint{};
@@ -463,9 +464,11 @@ void *mallocFull(std::size_t sz) {
     return mallocBeside(sz);
   const PendingHint &hint = h->hint;
   void *p =
-      placeAfterRecent<false>(*tls_recent, sz, hint.kind, hint.container, hint.where, hint.side);
+      placeAfterRecent(*tls_recent, sz, hint.kind, hint.container, hint.where, hint.side);
   if (!p)
     return mallocBeside(sz);
+  // The hint was counted when it was sent; the streak counts it again.
+  h->count.hints[hint.kind - 1].add(~std::uint64_t{0});
   h->hint.kind = kHintNone;
   tls_fast = h;
   return p;

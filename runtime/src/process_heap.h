@@ -245,9 +245,8 @@ extern std::atomic<bool> g_new_ours;
 void openRecent(LocalHeap *h);
 
 /// Takes slot n of pg, the slot right above the recent node of r (at
-/// `node`), if it is free, and makes it the recent node, counting it in
-/// r.placed[Row].
-template <unsigned Row>
+/// `node`), if it is free, and makes it the recent node: one more in r's
+/// streak (counted when it ends: LocalHeap::endStreak).
 DEFERO_ALWAYS_INLINE void *takeAboveRecent(LocalHeap::Recent &r, const void *node,
                                            SlotPage *pg, std::uint64_t n) {
   std::uint64_t *word = &pg->free[n / pages::kWordBits];
@@ -275,11 +274,8 @@ DEFERO_ALWAYS_INLINE void *takeAboveRecent(LocalHeap::Recent &r, const void *nod
   // the slot size is an imul and a load more).
   void *p = const_cast<char *>(static_cast<const char *>(node)) + pg->slot_bytes;
   r.node = p;
-  r.slot = n;
-  r.placed[Row * LocalHeap::kClasses].add(1);
+  __atomic_store_n(&r.slot, n, __ATOMIC_RELAXED); // (a plain store; stats may read it)
   armCanary(p, pg->slot_bytes);
-  if (__builtin_expect(reinterpret_cast<std::uintptr_t>(p) >= r.class_end, 0))
-    static_cast<LocalHeap *>(pg->owner)->crossedClass(p);
   if (p == nullptr) // (never: a slot of the window)
     __builtin_unreachable();
   return p;
@@ -290,41 +286,42 @@ DEFERO_ALWAYS_INLINE void *takeAboveRecent(LocalHeap::Recent &r, const void *nod
 /// free. That is a neighbour hint naming r's node as the tail (push_back
 /// after push_back), a tree hint naming it as the parent of a right child
 /// (an ascending insert), or a container hint for r's container (its node
-/// still live), for a request of r's size. Counts one placed[row][class]:
-/// row kind - 1 from the fused entry (`Fused`), else kPlacedUnfused.
-/// nullptr: take placeBeside or the full path. About 35 instructions.
+/// still live), for a request of r's size by a hint of the kind of r's
+/// streak. nullptr: take placeBeside or the full path. About 30
+/// instructions.
 ///
 /// A container's policy is not read here: a block placed for a container
 /// with a policy (ProcessHeap::hinted) leaves no recent node to continue,
 /// and __defero_container_policy ends the calling thread's continuation of
 /// that container's (another thread's ends at its next placement off this
 /// path).
-template <bool Fused>
 DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz, int kind,
                                             const void *container, const void *where,
                                             int side) {
   SlotPage *pg = r.page;
   const std::uint64_t i = r.slot, n = i + 1;
   // (kNoPage has no slot: no recent node, or a closed fast path.)
-  if (__builtin_expect(sz != r.size || n >= pg->slots, 0))
+  if (__builtin_expect(n >= pg->slots, 0))
     return nullptr;
-  constexpr unsigned kUnfused = LocalHeap::kPlacedUnfused;
   if (__builtin_expect(kind == kHintNeighbor, 1)) {
     // After the tail: its next is the container's header.
-    if (where != r.node || !inContainer(*static_cast<const void *const *>(where), container))
+    if (LocalHeap::recentKey(sz, kHintNeighbor - 1) != r.size || where != r.node ||
+        !inContainer(*static_cast<const void *const *>(where), container))
       return nullptr;
-    return takeAboveRecent<Fused ? 0 : kUnfused>(r, where, pg, n);
+    return takeAboveRecent(r, where, pg, n);
   }
   if (kind == kHintTree) {
-    if (where != r.node || side != 0)
+    if (LocalHeap::recentKey(sz, kHintTree - 1) != r.size || where != r.node ||
+        side != 0)
       return nullptr;
-    return takeAboveRecent<Fused ? 1 : kUnfused>(r, where, pg, n);
+    return takeAboveRecent(r, where, pg, n);
   }
   if (kind == kHintContainer) {
     // A remembered anchor: only while it is live.
-    if (container != r.container || pg->isFree(static_cast<unsigned>(i)))
+    if (LocalHeap::recentKey(sz, kHintContainer - 1) != r.size || container != r.container ||
+        pg->isFree(static_cast<unsigned>(i)))
       return nullptr;
-    return takeAboveRecent<Fused ? 2 : kUnfused>(r, r.node, pg, n);
+    return takeAboveRecent(r, r.node, pg, n);
   }
   return nullptr;
 }
@@ -374,7 +371,7 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint
   h->notePlaced(pg);
   h->count.allocs[cls].add(1);
   void *p = pg->address(j);
-  h->noteRecent(hint.container, p, pg, j, sz);
+  h->noteRecent(hint.container, p, pg, j, sz, hint.kind - 1u);
   finishSmall(h, p, cls);
   h->count.hinted_allocs.add(1);
   h->count.hint_same_class.add(h->sameClass(hint.where, p));

@@ -565,6 +565,71 @@ TEST(CApiHints, PushBackAfterPushBackGoesRightAboveTheTailAndCountsOnce) {
   }
 }
 
+// The hinted fast path counts nothing per node: a streak of push_backs
+// right above the tail is counted when it ends (or when stats are read).
+// One-shot and fused hints in one streak, a streak across K-class
+// boundaries and one ended by the next container's insert still count each
+// hint, hinted allocation and same-class node exactly once.
+TEST(CApiHints, StreaksOfPushBacksCountEachHintOnceAndEachClassCrossing) {
+  requireAutoPolicy();
+  constexpr std::size_t kSize = 48, kNodes = 600;
+  static void *head[2], *other[2];
+  head[0] = head[1] = head;
+  other[0] = other[1] = other;
+  const Stats s0 = stats();
+  std::vector<void **> nodes;
+  void **tail = reinterpret_cast<void **>(head);
+  long long oneshot = 0, fused = 0, same = 0, above = 0;
+  const std::uintptr_t cb = classBytes();
+  for (std::size_t i = 0; i < kNodes; ++i) {
+    void **p;
+    if (i == 0) {
+      p = static_cast<void **>(__defero_new_hinted(kSize, 3, head, nullptr, 0));
+    } else if (i % 3 == 0) {
+      __defero_hint_neighbor(head, tail);
+      p = static_cast<void **>(defero_malloc(kSize));
+      ++oneshot;
+    } else {
+      p = static_cast<void **>(__defero_new_hinted(kSize, 1, head, tail, 0));
+      ++fused;
+    }
+    ASSERT_NE(p, nullptr);
+    if (i > 0) {
+      same += addr(p) / cb == addr(tail) / cb;
+      above += addr(p) == addr(tail) + defero_usable_size(tail);
+    }
+    p[0] = head;
+    p[1] = tail;
+    tail[0] = p;
+    head[1] = p;
+    tail = p;
+    nodes.push_back(p);
+    if (i == kNodes / 2) { // read mid-streak
+      const Stats mid = stats();
+      EXPECT_EQ(num(mid, "hinted_allocs") - num(s0, "hinted_allocs"),
+                static_cast<long long>(i + 1));
+      EXPECT_EQ(num(mid, "hints.neighbor") - num(s0, "hints.neighbor"),
+                static_cast<long long>(i));
+    }
+  }
+  // The next container's first node ends the streak.
+  void *o = __defero_new_hinted(kSize, 3, other, nullptr, 0);
+  ASSERT_NE(o, nullptr);
+  const Stats s1 = stats();
+  EXPECT_GE(above, static_cast<long long>(kNodes) - 10) << "no streak to count";
+  EXPECT_EQ(num(s1, "allocs") - num(s0, "allocs"), static_cast<long long>(kNodes + 1));
+  EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), oneshot + fused);
+  EXPECT_EQ(num(s1, "hints.container") - num(s0, "hints.container"), 2);
+  EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"),
+            static_cast<long long>(kNodes + 1));
+  EXPECT_LT(same, static_cast<long long>(kNodes) - 1) << "the chain crossed no K-class";
+  EXPECT_EQ(num(s1, "hint_same_class") - num(s0, "hint_same_class"), same);
+  for (void **p : nodes)
+    defero_free(p);
+  defero_free(o);
+  EXPECT_EQ(num(stats(), "live_bytes"), num(s0, "live_bytes"));
+}
+
 // A list that grows at both ends (push_back and push_front in turn) keeps
 // each end in contiguous memory across many spans: the back's runs lie end
 // to end going up, the front's going down, so a walk in list order steps

@@ -56,44 +56,25 @@ public:
   // --- bookkeeping read by the process heap ---------------------------------
 
   PendingHint hint;           ///< this thread's pending one-shot hint
-  /// The node this thread placed last by a hint, and what the hinted fast
-  /// path needs to place the next one right above it (push_back after
-  /// push_back, an ascending insert into a tree, a container hint for the
-  /// same container) with no page map, multiply or class lookup. A span
-  /// never changes while a node lives in it, so page and slot stay right
-  /// as long as a live node at `node` is named.
-  struct Recent {
-    const void *node = nullptr;      ///< null: none
-    const void *container = nullptr; ///< the container it was placed for
-    SlotPage *page = &kNoPage;       ///< node's span (kNoPage: none; never null)
-    std::uint64_t slot = 0;          ///< node's slot in page
-    std::size_t size = ~std::size_t{0}; ///< the request it answered
-    OwnerCounter *placed = nullptr;  ///< &count.placed[0][page's class]
-    std::uintptr_t class_end = 0;    ///< the end of node's K-class
-  } recent;
-
   /// Records p (slot `slot` of pg, answering a request of sz bytes), just
-  /// placed for `container`, as the thread's recent node; p null: none.
+  /// placed for `container` by a hint of kind row + 1 (the placed[] row of
+  /// the continuations that may follow), as the thread's recent node; p
+  /// null: none. The streak of the last one is counted first.
   void noteRecent(const void *container, const void *p, SlotPage *pg, std::uint64_t slot,
-                  std::size_t sz) {
+                  std::size_t sz, unsigned row = 0) {
+    endStreak();
     recent.container = container;
     recent.node = p;
     if (!p || !pg) {
-      recent.page = &kNoPage;
+      __atomic_store_n(&recent.page, &kNoPage, __ATOMIC_RELAXED);
       recent.size = ~std::size_t{0};
       return;
     }
-    recent.page = pg;
-    recent.slot = slot;
-    recent.size = sz;
-    recent.placed = &count.placed[0][pg->cls];
-    recent.class_end = classEnd(p);
-  }
-  /// The end of the K-class of the recent node, p, just placed above it
-  /// (the fast path's placement crossed into the next class).
-  void crossedClass(const void *p) {
-    count.placed_crossed.add(1);
-    recent.class_end = classEnd(p);
+    __atomic_store_n(&recent.slot, slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&recent.first, slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&recent.row, static_cast<std::uint8_t>(row), __ATOMIC_RELAXED);
+    __atomic_store_n(&recent.page, pg, __ATOMIC_RELEASE); // (a plain store on x86-64)
+    recent.size = recentKey(sz, row);
   }
   std::uint8_t divert = 0;    ///< nonzero: every call takes the full path
   /// Large blocks this thread freed, kept for its next large mallocs (the

@@ -163,15 +163,91 @@ public:
     OwnerCounter large_allocs, large_frees;
     OwnerCounter hints[3], hinted_allocs, hint_same_class, policy_allocs;
     /// Blocks the hinted fast path placed right above the thread's recent
-    /// node, one counter per call instead of four: row k < 3 by the fused
-    /// entry for a hint of kind k + 1 (a hint, a hinted allocation and an
-    /// allocation of the class, in the anchor's K-class unless counted in
-    /// placed_crossed); row 3 by malloc after a one-shot hint (counted as
-    /// a hint when it was sent).
-    OwnerCounter placed[4][kClasses];
+    /// node (counted when their streak ends: see Recent), one count each
+    /// instead of four: row k for a hint of kind k + 1 (a hint, a hinted
+    /// allocation and an allocation of the class, in the anchor's K-class
+    /// unless counted in placed_crossed). A one-shot hint that a malloc
+    /// placed this way was counted when it was sent: the malloc takes it
+    /// back from hints[k].
+    OwnerCounter placed[3][kClasses];
     OwnerCounter placed_crossed;
   } count;
-  static constexpr unsigned kPlacedUnfused = 3;
+
+  /// The node this thread placed last by a hint, and what the hinted fast
+  /// path needs to place the next one right above it (push_back after
+  /// push_back, an ascending insert into a tree, a container hint for the
+  /// same container) with no page map, multiply or class lookup. A span
+  /// never changes while a node lives in it, so page and slot stay right
+  /// as long as a live node at `node` is named.
+  ///
+  /// The fast path counts nothing: the nodes it placed are the slots
+  /// first + 1 .. slot of page (each right above the last), a *streak*,
+  /// counted in placed[row][page's class] (and those past a K-class
+  /// boundary in placed_crossed) when the next recent node is noted
+  /// (endStreak), and by the counts below meanwhile. Page, slot, first
+  /// and row are written with atomic stores, so another thread's stats
+  /// read them without a data race; such a read is a snapshot that may be
+  /// off by one streak (at most one span's slots) while the owner places.
+  struct Recent {
+    const void *node = nullptr;      ///< null: none
+    const void *container = nullptr; ///< the container it was placed for
+    SlotPage *page = &kNoPage;       ///< node's span (kNoPage: none; never null)
+    std::uint64_t slot = 0;          ///< node's slot in page
+    /// The request it answered plus row << kRowShift: what a continuation
+    /// must match (all ones: none may).
+    std::size_t size = ~std::size_t{0};
+    std::uint64_t first = 0; ///< the streak's base slot (see above)
+    std::uint8_t row = 0;    ///< the placed[] row the streak counts in (its hints' kind - 1)
+  } recent;
+  /// A continuation's key: its request's size and the placed[] row it
+  /// counts in (a streak is one kind's: a continuation by a hint of
+  /// another kind ends it through the full path).
+  static constexpr unsigned kRowShift = 56;
+  static constexpr std::size_t recentKey(std::size_t sz, unsigned row) {
+    return sz | (std::size_t{row} << kRowShift);
+  }
+
+  /// The placements of the recent streak not yet in the counters.
+  struct Streak {
+    unsigned row = 0, cls = 0;
+    std::uint64_t placed = 0, crossed = 0;
+  };
+  Streak streak() const {
+    // (Acquire: the span's header, written when it was carved, is read below.)
+    const SlotPage *pg = __atomic_load_n(&recent.page, __ATOMIC_ACQUIRE);
+    const std::uint64_t first = __atomic_load_n(&recent.first, __ATOMIC_RELAXED),
+                        slot = __atomic_load_n(&recent.slot, __ATOMIC_RELAXED);
+    const unsigned row = __atomic_load_n(&recent.row, __ATOMIC_RELAXED);
+    if (pg == &kNoPage || slot <= first || slot >= pg->slots || row > 2)
+      return {};
+    return {row, pg->cls, slot - first,
+            classIndex(pg->address(static_cast<unsigned>(slot))) -
+                classIndex(pg->address(static_cast<unsigned>(first)))};
+  }
+  /// Counts the recent streak (the owner, before it notes another node):
+  /// about 15 instructions when there is one.
+  void endStreak() {
+    const std::uint64_t n = recent.slot - recent.first;
+    if (n == 0) // (most notes follow no continuation)
+      return;
+    const SlotPage *pg = recent.page;
+    count.placed[recent.row][pg->cls].add(n);
+    // The streak's nodes are slots first + 1 .. slot: each K-class
+    // boundary among them put one outside its anchor's class.
+    const auto last = reinterpret_cast<std::uintptr_t>(recent.node);
+    const std::uintptr_t base =
+        class_shift_ <= PageArena::kBaseAlignShift ? 0 : PageArena::get().base();
+    if (class_shift_ < 40)
+      count.placed_crossed.add(((last - base) >> class_shift_) -
+                               ((last - n * pg->slot_bytes - base) >> class_shift_));
+    __atomic_store_n(&recent.first, recent.slot, __ATOMIC_RELAXED);
+  }
+  /// The K-class of p (in the window): its index from the window's base.
+  std::uint64_t classIndex(const void *p) const {
+    if (class_shift_ >= 40)
+      return 0;
+    return (reinterpret_cast<std::uintptr_t>(p) - PageArena::get().base()) >> class_shift_;
+  }
 
   /// Blocks of class c this heap's thread took (from bitmaps and caches,
   /// or placed by a hint).
@@ -179,6 +255,8 @@ public:
     std::uint64_t n = count.allocs[c].get();
     for (const auto &row : count.placed)
       n += row[c].get();
+    if (const Streak s = streak(); s.cls == c)
+      n += s.placed;
     return n;
   }
   /// Hints of kind k + 1 the thread sent.
@@ -186,6 +264,8 @@ public:
     std::uint64_t n = count.hints[k].get();
     for (const auto &c : count.placed[k])
       n += c.get();
+    if (const Streak s = streak(); s.row == k)
+      n += s.placed;
     return n;
   }
   /// Blocks placed by a hint, and those of them in the anchor's K-class.
@@ -194,11 +274,11 @@ public:
     for (const auto &row : count.placed)
       for (const auto &c : row)
         n += c.get();
-    return n;
+    return n + streak().placed;
   }
   std::uint64_t hintSameClass() const {
     return hintedAllocs() - count.hinted_allocs.get() + count.hint_same_class.get() -
-           count.placed_crossed.get();
+           count.placed_crossed.get() - streak().crossed;
   }
   /// Live bytes of small blocks by this heap's counts (allocated by its
   /// thread minus freed by it; may be negative when the thread frees blocks
