@@ -191,15 +191,15 @@ inline void *newHintedMiss(std::size_t size, int kind, const void *container,
 extern "C" {
 
 // The first fast path (the slot above the thread's recent node) is about
-// 38 instructions with no stack frame; the rest go out of line. A
+// 31 instructions with no stack frame; the rest go out of line. A
 // neighbour hint (push_back, the common case) leaves with its kind and side
 // as constants: the two argument registers they would hold serve the fast
 // path instead of two callee-saved ones (a push and a pop each).
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
   if (__builtin_expect(kind == defero::kHintNeighbor, 1)) {
-    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size,
-                                                 defero::kHintNeighbor, container, where, 0))
+    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size, defero::kHintNeighbor,
+                                           container, where, 0))
       return p;
     return newHintedMiss(size, defero::kHintNeighbor, container, where, 0);
   }
@@ -213,8 +213,8 @@ namespace {
 void *newHintedKinds(std::size_t size, int kind, const void *container, const void *where,
                      int side) {
   if (__builtin_expect(kind == defero::kHintContainer, 1)) { // (no anchor named, no side)
-    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size,
-                                                 defero::kHintContainer, container, where, 0))
+    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size, defero::kHintContainer,
+                                           container, where, 0))
       return p;
     return newHintedMiss(size, defero::kHintContainer, container, where, 0);
   }
@@ -223,8 +223,8 @@ void *newHintedKinds(std::size_t size, int kind, const void *container, const vo
 
 void *newHintedTree(std::size_t size, int kind, const void *container, const void *where,
                     int side) {
-  if (void *p = defero::placeAfterRecent(*defero::tls_recent, size, kind, container,
-                                               where, side))
+  if (void *p =
+          defero::placeAfterRecent(*defero::tls_recent, size, kind, container, where, side))
     return p;
   return newHintedMiss(size, kind, container, where, side);
 }

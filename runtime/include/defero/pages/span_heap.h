@@ -220,9 +220,8 @@ public:
     const unsigned row = __atomic_load_n(&recent.row, __ATOMIC_RELAXED);
     if (pg == &kNoPage || slot <= first || slot >= pg->slots || row > 2)
       return {};
-    return {row, pg->cls, slot - first,
-            classIndex(pg->address(static_cast<unsigned>(slot))) -
-                classIndex(pg->address(static_cast<unsigned>(first)))};
+    const auto last = reinterpret_cast<std::uintptr_t>(pg->address(static_cast<unsigned>(slot)));
+    return {row, pg->cls, slot - first, crossings(last, slot - first, pg->slot_bytes)};
   }
   /// Counts the recent streak (the owner, before it notes another node):
   /// about 15 instructions when there is one.
@@ -231,22 +230,24 @@ public:
     if (n == 0) // (most notes follow no continuation)
       return;
     const SlotPage *pg = recent.page;
+    if (__builtin_expect(recent.row > 2, 0)) // (never: rows are hint kinds - 1)
+      __builtin_trap();
     count.placed[recent.row][pg->cls].add(n);
-    // The streak's nodes are slots first + 1 .. slot: each K-class
-    // boundary among them put one outside its anchor's class.
-    const auto last = reinterpret_cast<std::uintptr_t>(recent.node);
-    const std::uintptr_t base =
-        class_shift_ <= PageArena::kBaseAlignShift ? 0 : PageArena::get().base();
-    if (class_shift_ < 40)
-      count.placed_crossed.add(((last - base) >> class_shift_) -
-                               ((last - n * pg->slot_bytes - base) >> class_shift_));
+    count.placed_crossed.add(
+        crossings(reinterpret_cast<std::uintptr_t>(recent.node), n, pg->slot_bytes));
     __atomic_store_n(&recent.first, recent.slot, __ATOMIC_RELAXED);
   }
-  /// The K-class of p (in the window): its index from the window's base.
-  std::uint64_t classIndex(const void *p) const {
+  /// The K-class boundaries among n nodes in consecutive slots of `bytes`
+  /// ending at address `last`, each anchored on the slot below it: how many
+  /// lie outside their anchor's class.
+  std::uint64_t crossings(std::uintptr_t last, std::uint64_t n, std::size_t bytes) const {
     if (class_shift_ >= 40)
       return 0;
-    return (reinterpret_cast<std::uintptr_t>(p) - PageArena::get().base()) >> class_shift_;
+    // (Classes start on multiples of their size when the window's base is
+    // one: no base to subtract.)
+    const std::uintptr_t base =
+        class_shift_ <= PageArena::kBaseAlignShift ? 0 : PageArena::get().base();
+    return ((last - base) >> class_shift_) - ((last - n * bytes - base) >> class_shift_);
   }
 
   /// Blocks of class c this heap's thread took (from bitmaps and caches,
