@@ -7,6 +7,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -198,6 +200,59 @@ TEST(SpanArena, ConcurrentMallocsNeverShareASpan) {
   all.insert(got[1].begin(), got[1].end());
   EXPECT_EQ(got[0].size() + got[1].size(), 16u);
   EXPECT_EQ(all.size(), 16u);
+}
+
+/// The VmFlags of the mapping of /proc/self/smaps that holds address a
+/// ("" if none does).
+std::string vmFlagsOf(std::uintptr_t a) {
+  FILE *f = std::fopen("/proc/self/smaps", "r");
+  if (!f)
+    return "";
+  char line[512];
+  bool inside = false;
+  std::string flags;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2) // (a mapping's first line)
+      inside = lo <= a && a < hi;
+    else if (inside && std::strncmp(line, "VmFlags:", 8) == 0) {
+      flags = line + 8;
+      break;
+    }
+  }
+  std::fclose(f);
+  return flags;
+}
+
+bool hasFlag(const std::string &flags, const std::string &flag) {
+  std::istringstream words(flags);
+  for (std::string w; words >> w;)
+    if (w == flag)
+      return true;
+  return false;
+}
+
+TEST(SpanArena, AdvisesHugePagesFromHugeFromOnAndNotBelow) {
+  if (std::FILE *thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r"))
+    std::fclose(thp);
+  else
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  using Arena = SpanArena<std::size_t{1} << 24, 65536, std::size_t{4} << 20>;
+  Arena a;
+  std::vector<char *> spans;
+  for (int i = 0; i < 128; ++i) // 8 MiB: 4 below HugeFrom, 4 above
+    spans.push_back(static_cast<char *>(a.malloc(65536)));
+  ASSERT_NE(spans.back(), nullptr);
+  const std::string below = vmFlagsOf(a.base() + (std::size_t{1} << 20));
+  const std::string above = vmFlagsOf(a.base() + (std::size_t{6} << 20));
+  ASSERT_FALSE(below.empty());
+  ASSERT_FALSE(above.empty());
+  EXPECT_FALSE(hasFlag(below, "hg")) << "below HugeFrom: " << below;
+  EXPECT_TRUE(hasFlag(above, "hg")) << "above HugeFrom: " << above;
+  // The default never asks.
+  TinyArena t;
+  ASSERT_NE(t.malloc(65536), nullptr);
+  EXPECT_FALSE(hasFlag(vmFlagsOf(t.base()), "hg"));
 }
 
 // --- MmapHeap ---------------------------------------------------------------

@@ -59,8 +59,10 @@ private:
 
 class PageArena {
 public:
-  // 64 GiB of address space for small objects (reserved, not committed).
-  using Window = SpanArena<std::size_t{1} << 36, 65536>;
+  // 64 GiB of address space for small objects (reserved, not committed);
+  // past its first kHugeFrom bytes it asks for transparent huge pages.
+  static constexpr std::size_t kHugeFrom = std::size_t{32} << 20;
+  using Window = SpanArena<std::size_t{1} << 36, 65536, kHugeFrom>;
   static constexpr std::size_t kPageBytes = Window::kSpanBytes;
   static constexpr unsigned kPageShift = 16;
   static_assert(std::size_t{1} << kPageShift == kPageBytes);

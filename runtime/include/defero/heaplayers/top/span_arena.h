@@ -13,6 +13,11 @@
 //    full window cannot be reserved (ulimit -v, valgrind), the largest
 //    power of two down to kMinWindowBytes that can be is used instead;
 //    windowBytes() tells which.
+//  - The window from offset HugeFrom on (never, by default) is advised for
+//    transparent huge pages as it is committed: a big heap then costs one
+//    TLB entry per 2 MiB instead of per 4 KiB, and a small one (below
+//    HugeFrom) keeps its 4 KiB pages, so its resident memory is what it
+//    touches.
 //  - page(p) is the metadata record of the span page holding p; records
 //    start zeroed and belong to the layer above (this layer never reads
 //    them). bits(p) is a 512-byte zeroed bitmap per span page, likewise.
@@ -50,7 +55,7 @@ inline void storePage(SpanPage &page, SpanPage value) {
 }
 
 template <std::size_t WindowBytes = (std::size_t{1} << 36),
-          std::size_t SpanBytes = 65536>
+          std::size_t SpanBytes = 65536, std::size_t HugeFrom = WindowBytes>
 class SpanArena {
   static_assert((WindowBytes & (WindowBytes - 1)) == 0, "window: power of 2");
   static_assert((SpanBytes & (SpanBytes - 1)) == 0, "span: power of 2");
@@ -66,6 +71,8 @@ public:
   /// their size in absolute addresses; 2 MiB also suits huge pages).
   static constexpr std::size_t kBaseAlign =
       SpanBytes > kCommitStep ? SpanBytes : kCommitStep;
+  static_assert(HugeFrom >= WindowBytes || HugeFrom % kCommitStep == 0,
+                "huge pages start on a commit step");
   static constexpr std::size_t kMinWindowBytes =
       WindowBytes < (std::size_t{256} << 20) ? WindowBytes
                                              : (std::size_t{256} << 20);
@@ -89,6 +96,10 @@ public:
       if (!os::commit(reinterpret_cast<char *>(base_) + committed_,
                       want - committed_))
         return nullptr;
+      if (want > HugeFrom) {
+        const std::size_t from = committed_ > HugeFrom ? committed_ : HugeFrom;
+        os::adviseHuge(reinterpret_cast<char *>(base_) + from, want - from);
+      }
       committed_ = want;
     }
     used_ = start + bytes;
