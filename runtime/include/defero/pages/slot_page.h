@@ -71,6 +71,7 @@ enum class SpanState : std::uint8_t {
   Avail,   ///< on the owner's list of spans with room
   Full,    ///< no free slot, on no list (a free puts it back on Avail)
   Run,     ///< the owner's run span: cut into runs for containers
+  Empty,   ///< no slot in use, on the owner's list of empty spans
 };
 
 struct alignas(64) SlotPage {
@@ -114,7 +115,8 @@ struct alignas(64) SlotPage {
   /// end to end (a walk in list order crosses from one to the next).
   std::uint16_t run_cursor = 0;
   std::uint16_t run_top = 0;
-  SlotPage *next = nullptr;    ///< owner's Avail list
+  SlotPage *next = nullptr;    ///< owner's Avail or Empty list
+  SlotPage **pprev = nullptr;  ///< the link that points here on that list
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
 

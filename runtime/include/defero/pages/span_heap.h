@@ -4,8 +4,12 @@
 // counters and the live bytes they publish.
 //
 // A span that fills leaves every list and comes back (Avail) when its owner
-// frees into it; the next Current is the lowest-addressed Avail span with a
-// quarter of its slots free (else the emptiest), else a fresh span.
+// frees into it; one whose last slot in use comes back to its bitmap moves
+// to the class's Empty list. The next Current is the lowest-addressed Avail
+// span with a quarter of its slots free (else the emptiest), else an Empty
+// span, else a fresh span; a container's run takes an Empty span first, so
+// a heap that builds and frees the same containers again and again reuses
+// their memory instead of growing (mimalloc's page retirement).
 //
 // Costs: free by the owner, the bit set and `used` (the summary and the
 // lists only when the slot's word had no free slot); counters, one `add` to
@@ -104,14 +108,15 @@ public:
   /// Frees slot i of pg, a span this heap owns, with every call a tail
   /// call (so the inline free needs no stack frame): `freed()` once the
   /// bit is set, then `refilled(pg, w)` when word w had no free slot before
-  /// (the summary must learn it, noteRoom); `already()` instead when slot
-  /// i is free already (a double free; nothing changed). The bitmap only,
-  /// even for the cached word (see WordCache): no branch on where the slot
-  /// is.
+  /// (the summary must learn it) or pg has no slot in use now (noteRoom);
+  /// `already()` instead when slot i is free already (a double free;
+  /// nothing changed). The bitmap only, even for the cached word (see
+  /// WordCache): no branch on where the slot is.
   template <class Freed, class Refilled, class Already>
   __attribute__((always_inline)) auto freeOwned(SlotPage *pg, std::uint64_t i, Freed freed,
                                                 Refilled refilled, Already already) {
-    std::uint64_t *word = &pg->free[i / kWordBits];
+    const std::uint64_t wi = i / kWordBits;
+    std::uint64_t *word = &pg->free[wi];
     const std::uint64_t f = *word;
     std::uint64_t set = f;
     bool was_free;
@@ -126,19 +131,36 @@ public:
     if (__builtin_expect(was_free, 0))
       return already();
     *word = set;
-    --pg->used;
-    freed();
+    freed(); // (before the subtract: its flags are the branch's)
+    bool emptied;
+#if defined(__x86_64__) && !defined(DEFERO_TSAN)
+    // One subtract in memory, its zero flag kept (a load, subtract and
+    // store, and a test of the result, are four instructions more).
+    asm("subw $1, %0" : "+m"(pg->used), "=@ccz"(emptied));
+#else
+    emptied = --pg->used == 0;
+#endif
+    // (Two tests, the subtract's flags first: as one `||` GCC keeps the
+    // flag in a register.)
+    if (__builtin_expect(emptied, 0))
+      return refilled(pg, static_cast<unsigned>(wi));
     if (__builtin_expect(f == 0, 0))
-      return refilled(pg, static_cast<unsigned>(i / kWordBits));
+      return refilled(pg, static_cast<unsigned>(wi));
   }
 
-  /// Word w of pg, which had no free slot, has one now: sets its summary
-  /// bit, and puts a full span back on the Avail list.
+  /// Word w of pg has a free slot now, and it had none or pg has no slot
+  /// in use any more: sets w's summary bit, puts a full span back on the
+  /// Avail list, and moves an Avail span with no slot in use to the Empty
+  /// list.
   __attribute__((noinline)) void noteRoom(SlotPage *pg, unsigned w) {
     const std::uint64_t s = pg->summary;
     pg->summary = s | (std::uint64_t{1} << w);
-    if (s == 0 && pg->state == SpanState::Full)
+    if (s == 0 && pg->state == SpanState::Full) {
       pushAvail(pg);
+    } else if (pg->used == 0 && pg->state == SpanState::Avail) {
+      unlink(pg);
+      pushEmpty(pg);
+    }
   }
 
   /// Frees slot i of pg, a span this heap owns. `call` names the API entry
@@ -338,9 +360,8 @@ public:
     for (unsigned n = 0; *link && n < kRunScan;) {
       SlotPage *q = *link;
       if (!q->hasRoom()) { // filled by hinted takes while listed
+        unlink(q);
         q->state = SpanState::Full;
-        *link = q->next;
-        q->next = nullptr;
         continue;
       }
       if (!best_link || better(q, *best_link))
@@ -351,31 +372,60 @@ public:
     SlotPage *pg = nullptr;
     if (best_link) {
       pg = *best_link;
-      *best_link = pg->next;
-      pg->next = nullptr;
+      unlink(pg);
     }
-    if (!pg) {
-      pg = PageArena::get().carve(cls, this);
-      if (!pg)
-        return nullptr;
-    }
+    if (!pg)
+      pg = takeEmptyOrCarve(cls);
+    if (!pg)
+      return nullptr;
     pg->state = SpanState::Current;
     cur_[cls] = pg;
     return pg;
   }
 
+  /// Puts pg, which has room, on the Avail list of its class (the Empty
+  /// list if no slot of it is in use).
   __attribute__((noinline)) void pushAvail(SlotPage *pg) {
+    if (pg->used == 0)
+      return pushEmpty(pg);
     pg->state = SpanState::Avail;
-    pg->next = avail_[pg->cls];
-    avail_[pg->cls] = pg;
+    push(avail_[pg->cls], pg);
   }
 
-  /// The emptiest of the first kRunScan Avail spans of class cls, taken
-  /// off the list, if at most `quarters` quarters of it are in use (a run
-  /// cut from it skips its live slots); else nullptr. Runs reuse memory
-  /// that containers gave back (a queue's popped front) instead of always
-  /// growing the heap.
+  /// An Empty span of class cls taken off its list, else a fresh one;
+  /// nullptr when the window is exhausted.
+  SlotPage *takeEmptyOrCarve(unsigned cls) {
+    if (SlotPage *pg = takeEmpty(cls))
+      return pg;
+    return PageArena::get().carve(cls, this);
+  }
+
+  /// An Empty span of class cls taken off its list, or nullptr. (A span a
+  /// placement beside a stale anchor took slots of while it was listed
+  /// goes back to Avail, or Full, on the way.)
+  SlotPage *takeEmpty(unsigned cls) {
+    while (SlotPage *pg = empty_[cls]) {
+      unlink(pg);
+      if (pg->used == 0)
+        return pg;
+      if (pg->hasRoom()) {
+        pg->state = SpanState::Avail;
+        push(avail_[cls], pg);
+      } else {
+        pg->state = SpanState::Full;
+      }
+    }
+    return nullptr;
+  }
+
+  /// For a container's run: an Empty span of class cls, else the emptiest
+  /// of the first kRunScan Avail spans if at most `quarters` quarters of it
+  /// are in use (a run cut from it skips its live slots), taken off its
+  /// list; else nullptr. Runs reuse memory that containers gave back (a
+  /// queue's popped front, a list built again) instead of growing the heap.
   SlotPage *takeMostlyFree(unsigned cls, unsigned quarters) {
+    if (SlotPage *pg = takeEmpty(cls))
+      return pg;
     SlotPage **best_link = nullptr;
     SlotPage **link = &avail_[cls];
     for (unsigned n = 0; *link && n < kRunScan; ++n, link = &(*link)->next)
@@ -384,9 +434,16 @@ public:
     if (!best_link || (*best_link)->used * 4u > (*best_link)->slots * quarters)
       return nullptr;
     SlotPage *pg = *best_link;
-    *best_link = pg->next;
-    pg->next = nullptr;
+    unlink(pg);
     return pg;
+  }
+
+  /// Empty spans of class cls (a test's view; O(n)).
+  std::size_t emptySpans(unsigned cls) const {
+    std::size_t n = 0;
+    for (const SlotPage *pg = empty_[cls]; pg; pg = pg->next)
+      ++n;
+    return n;
   }
 
 protected:
@@ -394,11 +451,32 @@ protected:
   /// malloc, so the fast path needs no null test.
   static constexpr SlotPage kNoRoom{};
 
+  static void push(SlotPage *&head, SlotPage *pg) {
+    pg->next = head;
+    pg->pprev = &head;
+    if (head)
+      head->pprev = &pg->next;
+    head = pg;
+  }
+  /// Takes pg off the list it is on (Avail or Empty).
+  static void unlink(SlotPage *pg) {
+    *pg->pprev = pg->next;
+    if (pg->next)
+      pg->next->pprev = pg->pprev;
+    pg->next = nullptr;
+    pg->pprev = nullptr;
+  }
+  void pushEmpty(SlotPage *pg) {
+    pg->state = SpanState::Empty;
+    push(empty_[pg->cls], pg);
+  }
+
   LiveTotals *totals_;
   // The part of smallLiveBytes() in totals_ (written by the owner only).
   std::atomic<std::int64_t> live_published_{0};
   SlotPage *cur_[kClasses];
   SlotPage *avail_[kClasses] = {};
+  SlotPage *empty_[kClasses] = {};
   unsigned k_;
   unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
 };
