@@ -750,15 +750,27 @@ TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
   }
   std::sort(blocks.begin(), blocks.end());
   // A tail deep inside the blocks (every slot around it live) and, a few
-  // slots above it in the same K-class, the one hole.
-  const std::size_t t = kBlocks / 2;
-  void *tail = blocks[t];
-  std::size_t hole = 0;
-  for (std::size_t j = t + 6; j < t + 40 && !hole; ++j)
-    if (defero_class_of(blocks[j]) == defero_class_of(tail) &&
-        addr(blocks[j]) - addr(tail) == (j - t) * defero_usable_size(tail))
-      hole = j;
-  ASSERT_NE(hole, 0u) << "no block a few slots above the tail in its class";
+  // slots above it in the same K-class, the one hole. (The first blocks
+  // may be ones earlier tests left on the class's free stack, scattered:
+  // the tail is the first from the middle on in a contiguous stretch.)
+  const std::size_t slot = defero_usable_size(blocks[0]);
+  auto contiguous = [&](std::size_t from, std::size_t to) {
+    for (std::size_t j = from; j < to; ++j)
+      if (addr(blocks[j + 1]) - addr(blocks[j]) != slot)
+        return false;
+    return true;
+  };
+  std::size_t t = kBlocks / 2, hole = 0;
+  for (; t < kBlocks - 40 && !hole; ++t) {
+    if (!contiguous(t - 8, t + 6))
+      continue;
+    for (std::size_t j = t + 6; j < t + 40 && !hole; ++j)
+      if (defero_class_of(blocks[j]) == defero_class_of(blocks[t]) &&
+          addr(blocks[j]) - addr(blocks[t]) == (j - t) * slot)
+        hole = j;
+  }
+  ASSERT_NE(hole, 0u) << "no block a few slots above a tail in its class";
+  void *tail = blocks[--t];
   void *const hole_at = blocks[hole];
   defero_free(hole_at);
   static void *head[2]; // a list the container table has never seen

@@ -62,7 +62,7 @@ private:
 /// (WordCacheLayer::kPublishBytes), when its thread exits, and when
 /// statistics are read, so the peak misses at most, per thread, 256 KiB plus
 /// the blocks it placed by hints or took back from its free stacks since
-/// (a stack holds at most 32 KiB), less the frees since.
+/// (a stack holds at most 64 KiB), less the frees since.
 struct LiveTotals {
   std::atomic<std::int64_t> live{0}, peak{0};
   std::size_t canary = 0; ///< bytes of each slot that are not the block's

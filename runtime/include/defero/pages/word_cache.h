@@ -237,7 +237,7 @@ public:
     }
     return n;
   }
-  static constexpr std::uint64_t kStackBytes = 32 * 1024;
+  static constexpr std::uint64_t kStackBytes = 64 * 1024;
   static constexpr std::uint64_t kMaxStack = 1024;
 
   /// A slot of class cls, refilling the cache (and the Current span) if
