@@ -198,7 +198,7 @@ extern "C" {
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
   if (__builtin_expect(kind == defero::kHintNeighbor, 1)) {
-    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size, defero::kHintNeighbor,
+    if (void *p = defero::placeAfterRecent(*defero::tls.recent, size, defero::kHintNeighbor,
                                            container, where, 0))
       return p;
     return newHintedMiss(size, defero::kHintNeighbor, container, where, 0);
@@ -213,7 +213,7 @@ namespace {
 void *newHintedKinds(std::size_t size, int kind, const void *container, const void *where,
                      int side) {
   if (__builtin_expect(kind == defero::kHintContainer, 1)) { // (no anchor named, no side)
-    if (void *p = defero::placeAfterRecent(*defero::tls_recent, size, defero::kHintContainer,
+    if (void *p = defero::placeAfterRecent(*defero::tls.recent, size, defero::kHintContainer,
                                            container, where, 0))
       return p;
     return newHintedMiss(size, defero::kHintContainer, container, where, 0);
@@ -224,14 +224,14 @@ void *newHintedKinds(std::size_t size, int kind, const void *container, const vo
 void *newHintedTree(std::size_t size, int kind, const void *container, const void *where,
                     int side) {
   if (void *p =
-          defero::placeAfterRecent(*defero::tls_recent, size, kind, container, where, side))
+          defero::placeAfterRecent(*defero::tls.recent, size, kind, container, where, side))
     return p;
   return newHintedMiss(size, kind, container, where, side);
 }
 
 void *newHintedBeside(std::size_t size, int kind, const void *container, const void *where,
                       int side) {
-  defero::LocalHeap *h = defero::tls_heap;
+  defero::LocalHeap *h = defero::tls.heap;
   if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
                            size > defero::kMaxFast || !defero::hintFastPathOpen(h) ||
                            replaced_state.load(std::memory_order_relaxed) != kOurs,
@@ -251,7 +251,7 @@ void *newHintedBeside(std::size_t size, int kind, const void *container, const v
 
 void *newHintedFirst(std::size_t size, int kind, const void *container, const void *where,
                      int side) {
-  defero::LocalHeap *h = defero::tls_heap;
+  defero::LocalHeap *h = defero::tls.heap;
   if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
                            !defero::hintPoliciesUniform(h) ||
                            replaced_state.load(std::memory_order_relaxed) != kOurs,
@@ -301,7 +301,7 @@ __attribute__((constructor)) void deferoLoad() {
   // and a program's heap should not depend on whether its nodes come
   // through the fused entry or through operator new.
   (void)replacedOperatorNew();
-  defero::openRecent(defero::tls_heap); // (a heap attached by an earlier constructor)
+  defero::openRecent(defero::tls.heap); // (a heap attached by an earlier constructor)
   pthread_atfork(forkPrepare, forkParent, forkChild);
 }
 

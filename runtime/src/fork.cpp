@@ -30,7 +30,7 @@ void ProcessHeap::forkChild() {
   // The parent still holds (and will write) the events buffered before the
   // fork: the child must not write them a second time.
   trace_.discardBuffered();
-  LocalHeap *mine = tls_heap;
+  LocalHeap *mine = tls.heap;
   orphans_ = nullptr;
   for (LocalHeap *h = heaps_; h; h = h->next_heap) {
     h->next_orphan = nullptr;

@@ -189,7 +189,7 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
   g_any_policy.store(true, std::memory_order_relaxed);
   // The calling thread's continuation of c ends (placeAfterRecent does
   // not read policies).
-  if (LocalHeap *h = tls_heap; h && h->recent.container == c)
+  if (LocalHeap *h = tls.heap; h && h->recent.container == c)
     h->recent.size = ~std::size_t{0};
 }
 

@@ -12,19 +12,16 @@ namespace defero {
 
 NoFastHeap g_no_fast_heap;
 
-constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec"))) = nullptr;
-constinit thread_local LocalHeap *tls_fast
-    __attribute__((tls_model("initial-exec"))) = &g_no_fast_heap.heap;
 constinit LocalHeap::Recent kClosedRecent;
-constinit thread_local LocalHeap::Recent *tls_recent
-    __attribute__((tls_model("initial-exec"))) = &kClosedRecent;
+constinit thread_local ThreadHeaps tls __attribute__((tls_model("initial-exec"))) = {
+    &g_no_fast_heap.heap, nullptr, &kClosedRecent};
 pages::LiveTotals g_live;
 std::atomic<bool> g_any_policy{false};
 bool g_place_default = true;
 std::atomic<bool> g_new_ours{false};
 
 void openRecent(LocalHeap *h) {
-  tls_recent = h && !h->divert && g_place_default && g_new_ours.load(std::memory_order_relaxed)
+  tls.recent = h && !h->divert && g_place_default && g_new_ours.load(std::memory_order_relaxed)
                    ? &h->recent
                    : &kClosedRecent;
 }
@@ -77,8 +74,8 @@ LocalHeap *ProcessHeap::attachHeap() {
   h->hint = PendingHint{};
   h->forgetContainers();
   h->noteRecent(nullptr, nullptr, nullptr, 0, 0);
-  tls_heap = h;
-  tls_fast = h->divert ? noFastHeap() : h;
+  tls.heap = h;
+  tls.fast = h->divert ? noFastHeap() : h;
   if (!h->divert && !kCanaryBytes)
     h->openStacks();
   openRecent(h);
@@ -90,7 +87,7 @@ LocalHeap *ProcessHeap::attachHeap() {
 void ProcessHeap::threadExit(void *value) {
   auto *h = static_cast<LocalHeap *>(value);
   ProcessHeap &self = processHeap();
-  if (tls_heap != h)
+  if (tls.heap != h)
     return;
   for (unsigned cls = 0; cls < LocalHeap::kClasses; ++cls)
     h->flushStack(cls, 0);
@@ -101,9 +98,9 @@ void ProcessHeap::threadExit(void *value) {
   h->publishLive();
   h->large_cache.drainTo(self.large_);
   h->hint = PendingHint{};
-  tls_heap = nullptr;
-  tls_fast = noFastHeap();
-  tls_recent = &kClosedRecent;
+  tls.heap = nullptr;
+  tls.fast = noFastHeap();
+  tls.recent = &kClosedRecent;
   std::lock_guard<SpinLock> guard(self.heaps_lock_);
   h->next_orphan = self.orphans_;
   self.orphans_ = h;
@@ -213,7 +210,7 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
 void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
   std::size_t total;
   if (__builtin_mul_overflow(n, sz, &total)) {
-    if (LocalHeap *h = tls_heap)
+    if (LocalHeap *h = tls.heap)
       takeHint(h);
     errno = ENOMEM;
     return nullptr;
@@ -262,7 +259,7 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
         os::fatal_pointer(call, p, "double free (block is already free)");
       // (As free's fast path: onto the stack unless the owner frees a
       // placed span's block.)
-      if (h && tls_fast == h && h->stackOpen(pg->cls) &&
+      if (h && tls.fast == h && h->stackOpen(pg->cls) &&
           __atomic_load_n(&pg->placed_owner, __ATOMIC_RELAXED) != h) {
         LocalHeap::WordCache *c = h->cache(pg->cls);
         if (!LocalHeap::pushFreed(c, p)) { // full: half of it goes back
@@ -300,7 +297,7 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
 void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   if (!p)
     return malloc(sz);
-  if (LocalHeap *h = tls_heap)
+  if (LocalHeap *h = tls.heap)
     takeHint(h); // a container's node is never realloc'ed
   if constexpr (kRealtimeBuild) {
     if (rt_ && rt_->owns(p)) {
@@ -336,7 +333,7 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     const unsigned i = pg->slotAt(p);
     if (i == pages::kNoSlot)
       os::fatal_pointer(call, p, "pointer is inside a block, not its start");
-    if ((pg->owner == tls_heap && tls_heap->isFree(pg, i)) ||
+    if ((pg->owner == tls.heap && tls.heap->isFree(pg, i)) ||
         (kCanaryBytes == 0 && LocalHeap::marked(p))) // (on a free stack)
       os::fatal_pointer(call, p, "pointer is not a live block of this heap");
     checkCanary(p, pg->slot_bytes, call);
@@ -390,7 +387,7 @@ std::size_t ProcessHeap::usableSize(const void *p) {
       return 0;
     // Another thread's span is read without its owner's lock-free state:
     // a block it owns is trusted to be live (as glibc does).
-    if (pg->owner == tls_heap && tls_heap->isFree(pg, i))
+    if (pg->owner == tls.heap && tls.heap->isFree(pg, i))
       return 0;
     return pg->slot_bytes - kCanaryBytes;
   }
@@ -427,12 +424,12 @@ namespace {
 /// (ProcessHeap::hinted would give the same slot on its full path).
 /// nullptr: no pending hint here, take the other paths.
 void *mallocFirst(std::size_t sz) {
-  LocalHeap *h = tls_heap;
+  LocalHeap *h = tls.heap;
   if (!h || h->hint.kind == kHintNone || !hintPoliciesUniform(h))
     return nullptr;
   const void *anchor = h->hint.kind == kHintContainer ? nullptr : h->hint.where;
   h->hint.kind = kHintNone;
-  tls_fast = h; // (not diverted: hintPoliciesUniform)
+  tls.fast = h; // (not diverted: hintPoliciesUniform)
   void *p = mallocFast(sz);
   if (!p)
     p = mallocSlowEntry(sz);
@@ -455,23 +452,44 @@ __attribute__((noinline)) void *mallocBeside(std::size_t sz) {
 } // namespace
 
 // The hinted fast paths call nothing, so this needs no stack frame.
-void *mallocFull(std::size_t sz) {
-  // A one-shot hint that continues the thread's recent placement.
-  // (No hint pending: kind 0, which placeAfterRecent declines. Policies
-  // need no check: see placeAfterRecent.)
-  LocalHeap *h = tls_heap;
-  if (!h)
-    return mallocBeside(sz);
+namespace {
+/// The block a one-shot hint of kind `kind` continued the recent placement
+/// with: the hint was counted when it was sent, and the streak counts it
+/// again, so it is taken back; the hint is consumed.
+DEFERO_ALWAYS_INLINE void *continued(LocalHeap *h, unsigned kind, void *p) {
+  h->count.hints[kind - 1].add(~std::uint64_t{0});
+  h->hint.kind = kHintNone;
+  tls.fast = h;
+  return p;
+}
+
+/// mallocFull for a pending hint of another kind than a neighbour's (or
+/// none: kind 0, which placeAfterRecent declines).
+__attribute__((noinline)) void *mallocFullOther(LocalHeap *h, std::size_t sz) {
   const PendingHint &hint = h->hint;
-  void *p =
-      placeAfterRecent(*tls_recent, sz, hint.kind, hint.container, hint.where, hint.side);
+  void *p = placeAfterRecent(*tls.recent, sz, hint.kind, hint.container, hint.where, hint.side);
   if (!p)
     return mallocBeside(sz);
-  // The hint was counted when it was sent; the streak counts it again.
-  h->count.hints[hint.kind - 1].add(~std::uint64_t{0});
-  h->hint.kind = kHintNone;
-  tls_fast = h;
-  return p;
+  return continued(h, hint.kind, p);
+}
+} // namespace
+
+void *mallocFull(std::size_t sz) {
+  // A one-shot hint that continues the thread's recent placement.
+  // (Policies need no check: see placeAfterRecent.)
+  LocalHeap *h = tls.heap;
+  if (!h)
+    return mallocBeside(sz);
+  // A neighbour hint, the common case, with its kind and side as
+  // constants (the other kinds' fields would cost two callee-saved
+  // registers on its path).
+  if (__builtin_expect(h->hint.kind != kHintNeighbor, 0))
+    return mallocFullOther(h, sz);
+  void *p =
+      placeAfterRecent(*tls.recent, sz, kHintNeighbor, h->hint.container, h->hint.where, 0);
+  if (!p)
+    return mallocBeside(sz);
+  return continued(h, kHintNeighbor, p);
 }
 void freeFull(void *p, const char *call) { processHeap().freeSlow(p, call); }
 

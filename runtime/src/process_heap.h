@@ -56,8 +56,26 @@ using pages::SlotPage;
 inline constexpr bool kRealtimeBuild = DEFERO_REALTIME != 0;
 
 
-/// The calling thread's small-object heap (null until its first call).
-extern constinit thread_local LocalHeap *tls_heap __attribute__((tls_model("initial-exec")));
+/// The calling thread's heap pointers, in one thread-local record: one
+/// load of its TLS offset serves every use in a function (a one-shot hint
+/// and the malloc that follows it touch all three).
+struct ThreadHeaps {
+  /// The calling thread's heap while its next call may take the fast path;
+  /// else noFastHeap(): before the thread's first call, while a hint is
+  /// pending, and in traced or real-time runs (everything then takes the
+  /// full path). Never null, so malloc's fast path needs no null test.
+  LocalHeap *fast;
+  /// The calling thread's small-object heap (null until its first call).
+  LocalHeap *heap;
+  /// The calling thread's recent placement (LocalHeap::recent) while
+  /// hinted blocks may take the first fast path (its heap is attached and
+  /// not diverted, and the process's operator new is known to be this
+  /// library's, so a node placed by the fused entry is freed here); else
+  /// a Recent that names no span (kClosedRecent), so placeAfterRecent
+  /// declines.
+  LocalHeap::Recent *recent;
+};
+extern constinit thread_local ThreadHeaps tls __attribute__((tls_model("initial-exec")));
 
 // Checked builds (libdefero-checked.so) end every small block with an
 // 8-byte canary in its slot's last bytes, checked when the block is freed
@@ -71,11 +89,6 @@ inline constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
 /// the class).
 inline constexpr std::size_t kMaxFast = kbit::kSmallTableMax - kCanaryBytes;
 
-/// The calling thread's heap while its next call may take the fast path;
-/// else noFastHeap(): before the thread's first call, while a hint is
-/// pending, and in traced or real-time runs (everything then takes the
-/// full path). Never null, so malloc's fast path needs no null test.
-extern constinit thread_local LocalHeap *tls_fast __attribute__((tls_model("initial-exec")));
 
 /// A heap that is never used: its word caches stay empty (so malloc's fast
 /// path misses to mallocRefill, which sends it to the full path) and no
@@ -119,7 +132,7 @@ DEFERO_ALWAYS_INLINE void finishSmall(LocalHeap *h, void *p, unsigned cls) {
 }
 
 /// malloc's path when the word cache of class cls is empty and nothing else
-/// is pending (tls_fast is h): the heap refills it (LocalHeap::mallocSlow),
+/// is pending (tls.fast is h): the heap refills it (LocalHeap::mallocSlow),
 /// else the full path.
 __attribute__((noinline)) void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz);
 
@@ -131,7 +144,7 @@ __attribute__((noinline)) void *mallocRefill(LocalHeap *h, unsigned cls, std::si
 /// caller's wrapper of it that must not return null: operator new).
 template <class Miss, class Refill = decltype(&mallocRefill)>
 DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss, Refill refill = mallocRefill) {
-  LocalHeap *h = tls_fast;
+  LocalHeap *h = tls.fast;
   if (__builtin_expect(sz > kMaxFast, 0))
     return miss(sz);
   const std::size_t off = LocalHeap::kCacheOffset[(sz + kCanaryBytes + 15) / 16];
@@ -167,7 +180,7 @@ DEFERO_ALWAYS_INLINE void freeFastOr(void *p, const char *call, Miss miss) {
   SlotPage *pg;
   if (__builtin_expect(!PageArena::get().carvedPage(p, pg), 0))
     return miss(p, call);
-  LocalHeap *h = tls_fast;
+  LocalHeap *h = tls.fast;
   std::uint64_t i;
   if (__builtin_expect(!pg->slotStart(p, i), 0)) // (kLostPage has no slot)
     return miss(p, call);
@@ -210,38 +223,31 @@ extern std::atomic<bool> g_any_policy;
 /// first): then a hinted node with no container policy of its own is not
 /// placed: the fused entry and a one-shot hint's malloc give it malloc's
 /// slot (pair_cost: 142.2 and 187.1 instructions a pair, unhinted 80.2),
-/// and the continuation fast path is closed (tls_recent). Set once, before
+/// and the continuation fast path is closed (tls.recent). Set once, before
 /// any thread has a heap.
 extern bool g_place_default;
 
 /// Makes `hint` the calling thread's pending hint if it has a heap (false:
 /// take ProcessHeap's hint functions). `which` counts it.
 DEFERO_ALWAYS_INLINE bool hintFast(const PendingHint &hint, unsigned which) {
-  LocalHeap *h = tls_heap;
+  LocalHeap *h = tls.heap;
   if (__builtin_expect(h == nullptr, 0))
     return false;
   h->count.hints[which].add(1);
   h->hint = hint;
-  tls_fast = noFastHeap();
+  tls.fast = noFastHeap();
   return true;
 }
 
-/// The calling thread's recent placement (LocalHeap::recent) while hinted
-/// blocks may take the first fast path (its heap is attached and not
-/// diverted, and the process's operator new is known to be this
-/// library's, so a node placed by the fused entry is freed here); else a
-/// Recent that names no span, so placeAfterRecent declines.
-extern constinit thread_local LocalHeap::Recent *tls_recent
-    __attribute__((tls_model("initial-exec")));
-/// The Recent tls_recent names while the fast path is closed: no span.
+/// The Recent tls.recent names while the fast path is closed: no span.
 extern LocalHeap::Recent kClosedRecent;
 
 /// True once the process's operator new is known to be this library's
 /// (api.cpp decides it when the library is loaded).
 extern std::atomic<bool> g_new_ours;
 
-/// Points tls_recent at the calling thread's recent placement if its fast
-/// path may be open (see tls_recent).
+/// Points tls.recent at the calling thread's recent placement if its fast
+/// path may be open (see tls.recent).
 void openRecent(LocalHeap *h);
 
 /// Takes slot n of pg, the slot right above the recent node of r (at
@@ -407,7 +413,7 @@ DEFERO_ALWAYS_INLINE bool fastAnchor(const LocalHeap *h, PendingHint &hint) {
 /// The hinted allocation's fast path: the calling thread's pending hint,
 /// placed by placeBeside. nullptr: take the full path.
 DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
-  LocalHeap *h = tls_heap;
+  LocalHeap *h = tls.heap;
   if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
     return nullptr;
   PendingHint hint = h->hint;
@@ -416,7 +422,7 @@ DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
   void *p = placeBeside(h, sz, hint);
   if (p) {
     h->hint.kind = kHintNone;
-    tls_fast = h;
+    tls.fast = h;
   } else {
     h->hint.searched = hint.searched;
   }
@@ -484,7 +490,7 @@ public:
   /// The calling thread's heap, attached (adopted or made) on first use;
   /// nullptr only if no metadata can be mapped.
   LocalHeap *heap() {
-    LocalHeap *h = tls_heap;
+    LocalHeap *h = tls.heap;
     return h ? h : attachHeap();
   }
 
@@ -504,13 +510,13 @@ public:
   static PendingHint takeHint(LocalHeap *h) {
     const PendingHint hint = h->hint;
     h->hint.kind = kHintNone;
-    tls_fast = h->divert ? noFastHeap() : h;
+    tls.fast = h->divert ? noFastHeap() : h;
     return hint;
   }
   /// Makes `hint` h's pending hint.
   static void setHint(LocalHeap *h, const PendingHint &hint) {
     h->hint = hint;
-    tls_fast = noFastHeap();
+    tls.fast = noFastHeap();
   }
 
 private:

@@ -17,8 +17,8 @@ void ProcessHeap::startRealtime() {
   for (LocalHeap *h = heaps_; h; h = h->next_heap)
     h->divert = divertFlag();
   if (rt_) { // (the only thread with a heap yet: the constructor)
-    tls_fast = noFastHeap();
-    tls_recent = &kClosedRecent;
+    tls.fast = noFastHeap();
+    tls.recent = &kClosedRecent;
   }
 }
 
