@@ -438,14 +438,6 @@ public:
     return pg;
   }
 
-  /// Empty spans of class cls (a test's view; O(n)).
-  std::size_t emptySpans(unsigned cls) const {
-    std::size_t n = 0;
-    for (const SlotPage *pg = empty_[cls]; pg; pg = pg->next)
-      ++n;
-    return n;
-  }
-
 protected:
   /// A span that never has room: Current of a class before its first
   /// malloc, so the fast path needs no null test.
