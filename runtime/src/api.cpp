@@ -190,15 +190,24 @@ inline void *newHintedMiss(std::size_t size, int kind, const void *container,
 
 extern "C" {
 
-// The first fast path (the slot above the thread's recent node) is about
-// 31 instructions with no stack frame; the rest go out of line. A
+// The first fast path (the slot above the thread's recent node) is 31
+// instructions with no stack frame; the rest go out of line. A
 // neighbour hint (push_back, the common case) leaves with its kind and side
 // as constants: the two argument registers they would hold serve the fast
 // path instead of two callee-saved ones (a push and a pop each).
 void *__defero_new_hinted(size_t size, int kind, const void *container,
                           const void *where, int side) {
   if (__builtin_expect(kind == defero::kHintNeighbor, 1)) {
-    if (void *p = defero::placeAfterRecent(*defero::tls.recent, size, defero::kHintNeighbor,
+#if defined(__x86_64__)
+    // The recent record in r11, a register no argument uses: left to
+    // itself GCC moves the container and anchor arguments out of rdx and
+    // rcx to use those for the record's address and slot (two moves).
+    register defero::LocalHeap::Recent *recent asm("r11") = defero::tls.recent;
+    asm("" : "+r"(recent));
+#else
+    defero::LocalHeap::Recent *recent = defero::tls.recent;
+#endif
+    if (void *p = defero::placeAfterRecent(*recent, size, defero::kHintNeighbor,
                                            container, where, 0))
       return p;
     return newHintedMiss(size, defero::kHintNeighbor, container, where, 0);
