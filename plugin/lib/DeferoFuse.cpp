@@ -30,6 +30,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
@@ -111,6 +112,46 @@ CallBase *findNew(CallBase &Hint, BasicBlock *&Join) {
   return nullptr;
 }
 
+/// What the hints pass computes a hint's arguments with before its guard
+/// (loads of the container's links and of the insert side, their
+/// arithmetic), which later passes may sink into the guarded block.
+bool hoistable(const Instruction &I) {
+  if (const auto *L = dyn_cast<LoadInst>(&I))
+    return L->isSimple();
+  return isa<GetElementPtrInst, CastInst, CmpInst, SelectInst, BinaryOperator>(I) ||
+         isa<DbgInfoIntrinsic>(I);
+}
+
+/// Moves the computations of a guarded hint's arguments that later passes
+/// sank into the hint's block back above its guard (`br (hint entry ==
+/// null), Join, Hint`), where the hints pass put them, when the guard and
+/// the hint's block are Join's only ways in: the arguments then reach the
+/// operator new in Join, so its fused call takes the kind as a constant
+/// and the emptied guard folds away (no merge, no branch).
+void hoistArguments(CallBase &Hint, BasicBlock *Join) {
+  BasicBlock *HintBlock = Hint.getParent();
+  BasicBlock *Guard = HintBlock->getSinglePredecessor();
+  auto *Br = Guard ? dyn_cast<BranchInst>(Guard->getTerminator()) : nullptr;
+  if (!Join || !Br || !Br->isConditional() || pred_size(Join) != 2 ||
+      !((Br->getSuccessor(0) == HintBlock && Br->getSuccessor(1) == Join) ||
+        (Br->getSuccessor(1) == HintBlock && Br->getSuccessor(0) == Join)))
+    return;
+  auto *Cmp = dyn_cast<ICmpInst>(Br->getCondition());
+  if (!Cmp || !isa<ConstantPointerNull>(Cmp->getOperand(1)) ||
+      hintKind(dyn_cast<Function>(Cmp->getOperand(0))) == kNoHint)
+    return;
+  SmallVector<Instruction *, 8> Moved;
+  for (Instruction &I : *HintBlock) {
+    if (&I == &Hint)
+      break;
+    if (!hoistable(I))
+      return;
+    Moved.push_back(&I);
+  }
+  for (Instruction *I : Moved)
+    I->moveBefore(Br);
+}
+
 Function *fallback(Module &M, FunctionType *FTy, Function *New) {
   if (Function *F = M.getFunction("defero.new.fallback"))
     return F;
@@ -119,6 +160,24 @@ Function *fallback(Module &M, FunctionType *FTy, Function *New) {
   IRBuilder<> B(BasicBlock::Create(M.getContext(), "entry", F));
   B.CreateRet(B.CreateCall(New, {F->getArg(0)}));
   return F;
+}
+
+/// The callee of F's fused calls, chosen once in its entry block:
+/// `select (@__defero_new_hinted != null), @__defero_new_hinted, Fallback`.
+/// Chosen at each call instead, the code generator hoists the two
+/// addresses out of a loop but repeats the test and the conditional move
+/// before every call.
+Value *entrySelect(Function &F, Function *Hinted, Function *Fallback) {
+  BasicBlock &Entry = F.getEntryBlock();
+  for (Instruction &I : Entry)
+    if (auto *S = dyn_cast<SelectInst>(&I);
+        S && S->getTrueValue() == Hinted && S->getFalseValue() == Fallback)
+      return S;
+  IRBuilder<> B(&Entry, Entry.getFirstInsertionPt());
+  Value *Present = B.CreateICmpNE(
+      Hinted, ConstantPointerNull::get(PointerType::getUnqual(F.getContext())),
+      "defero.runtime");
+  return B.CreateSelect(Present, Hinted, Fallback, "defero.new");
 }
 
 /// Folds `P: br %c, T, J` + `T: br J` into `P: br J` when T is empty and J
@@ -150,6 +209,7 @@ bool fuse(CallBase &Hint, int Kind, OptimizationRemarkEmitter &ORE) {
   CallBase *New = findNew(Hint, Join);
   if (!New)
     return false;
+  hoistArguments(Hint, Join);
   Function &F = *Hint.getFunction();
   Module &M = *F.getParent();
   LLVMContext &C = M.getContext();
@@ -208,10 +268,7 @@ bool fuse(CallBase &Hint, int Kind, OptimizationRemarkEmitter &ORE) {
     return false;
   if (HintedFn->isDeclaration())
     HintedFn->setLinkage(GlobalValue::ExternalWeakLinkage);
-  Value *Present = B.CreateICmpNE(HintedFn, ConstantPointerNull::get(Ptr),
-                                  "defero.runtime");
-  Value *Callee = B.CreateSelect(
-      Present, HintedFn, fallback(M, FTy, New->getCalledFunction()), "defero.new");
+  Value *Callee = entrySelect(F, HintedFn, fallback(M, FTy, New->getCalledFunction()));
 
   CallBase *Fused;
   if (auto *II = dyn_cast<InvokeInst>(New))

@@ -15,18 +15,17 @@ declare void @_ZdlPv(ptr)
 declare void @other()
 declare i32 @__gxx_personality_v0(...)
 
-; The hint's argument was computed on the hint's own path: it and the kind
-; are merged into the join block (kind 0 where no hint was sent).
+; The hint's argument was computed on the hint's own path (later passes
+; sink the loads the hints pass put above its guard): it moves back above
+; the guard, the kind is a constant and the emptied guard goes away.
 ; CHECK-LABEL: define ptr @sunk_argument(ptr %list)
-; CHECK: join:
-; CHECK-NEXT: [[W:%.*]] = phi ptr [ %tail, %hint ], [ null, %entry ]
-; CHECK-NEXT: [[K:%.*]] = phi i32 [ 1, %hint ], [ 0, %entry ]
+; CHECK-NEXT: entry:
 ; CHECK-NEXT: [[HAS:%.*]] = icmp ne ptr @__defero_new_hinted, null
 ; CHECK-NEXT: [[FN:%.*]] = select i1 [[HAS]], ptr @__defero_new_hinted, ptr @defero.new.fallback
-; CHECK-NEXT: %node = call noalias nonnull dereferenceable(24) ptr [[FN]](i64 24, i32 [[K]], ptr %list, ptr [[W]], i32 0)
-; CHECK-NOT: @_Znwm
-; CHECK-NOT: @__defero_hint_neighbor(
-; CHECK: ret ptr %node
+; CHECK-NEXT: %p = getelementptr inbounds i8, ptr %list, i64 8
+; CHECK-NEXT: %tail = load ptr, ptr %p
+; CHECK-NEXT: %node = call noalias nonnull dereferenceable(24) ptr [[FN]](i64 24, i32 1, ptr %list, ptr %tail, i32 0)
+; CHECK-NEXT: ret ptr %node
 define ptr @sunk_argument(ptr %list) {
 entry:
   %absent = icmp eq ptr @__defero_hint_neighbor, null
@@ -39,6 +38,49 @@ hint:
 join:
   %node = call noalias nonnull dereferenceable(24) ptr @_Znwm(i64 24)
   ret ptr %node
+}
+
+; An argument computed on the hint's path by what may not move above the
+; guard (a volatile load): it and the kind are merged into the join block
+; (kind 0 where no hint was sent).
+; CHECK-LABEL: define ptr @unmovable_argument(ptr %list)
+; CHECK: join:
+; CHECK-NEXT: [[W:%.*]] = phi ptr [ %tail, %hint ], [ null, %entry ]
+; CHECK-NEXT: [[K:%.*]] = phi i32 [ 1, %hint ], [ 0, %entry ]
+; CHECK-NEXT: %node = call noalias nonnull dereferenceable(24) ptr %{{.*}}(i64 24, i32 [[K]], ptr %list, ptr [[W]], i32 0)
+; CHECK-NOT: @_Znwm
+; CHECK-NOT: @__defero_hint_neighbor(
+; CHECK: ret ptr %node
+define ptr @unmovable_argument(ptr %list) {
+entry:
+  %absent = icmp eq ptr @__defero_hint_neighbor, null
+  br i1 %absent, label %join, label %hint
+hint:
+  %p = getelementptr inbounds i8, ptr %list, i64 8
+  %tail = load volatile ptr, ptr %p
+  call void @__defero_hint_neighbor(ptr %list, ptr %tail)
+  br label %join
+join:
+  %node = call noalias nonnull dereferenceable(24) ptr @_Znwm(i64 24)
+  ret ptr %node
+}
+
+; Two fused calls in one function share the callee chosen at its entry.
+; CHECK-LABEL: define void @two_nodes(ptr %list, ptr %w)
+; CHECK-NEXT: entry:
+; CHECK-NEXT: [[HAS:%.*]] = icmp ne ptr @__defero_new_hinted, null
+; CHECK-NEXT: [[FN:%.*]] = select i1 [[HAS]], ptr @__defero_new_hinted, ptr @defero.new.fallback
+; CHECK-NEXT: %a = call ptr [[FN]](i64 24, i32 1, ptr %list, ptr %w, i32 0)
+; CHECK-NEXT: %b = call ptr [[FN]](i64 24, i32 1, ptr %list, ptr %a, i32 0)
+; CHECK-NOT: select
+; CHECK: ret void
+define void @two_nodes(ptr %list, ptr %w) {
+entry:
+  call void @__defero_hint_neighbor(ptr %list, ptr %w)
+  %a = call ptr @_Znwm(i64 24)
+  call void @__defero_hint_neighbor(ptr %list, ptr %a)
+  %b = call ptr @_Znwm(i64 24)
+  ret void
 }
 
 ; Every argument is available: no merging, and the empty guard goes away.

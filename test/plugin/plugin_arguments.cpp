@@ -5,9 +5,11 @@
 // RUN: not %clangxx -std=c++17 -fplugin=%shlibdir/DeferoPlugin%shlibext -fplugin-arg-defero-bogus -fsyntax-only %s 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: %clangxx -std=c++17 -O2 -fpass-plugin=%shlibdir/DeferoPlugin%shlibext -S -emit-llvm %s -o - | FileCheck %s --check-prefix=FUSED
 // ON: call void @__defero_hint_neighbor
-// With optimisation the late part fuses the hint into the node's allocation.
-// FUSED: select i1 %{{.*}}, ptr @__defero_new_hinted, ptr @defero.new.fallback
-// FUSED-NEXT: call {{.*}}ptr %{{.*}}(i64 24, i32 %{{.*}}, ptr %{{.*}}, ptr %{{.*}}, i32 0)
+// With optimisation the late part fuses the hint into the node's allocation:
+// the callee chosen once at the function's entry, the neighbour loaded
+// before the call, the kind a constant.
+// FUSED: [[FN:%.*]] = select i1 %{{.*}}, ptr @__defero_new_hinted, ptr @defero.new.fallback
+// FUSED: call {{.*}}ptr [[FN]](i64 24, i32 1, ptr %{{.*}}, ptr %{{.*}}, i32 0)
 // OFF-NOT: __defero_hint
 // BAD: error: defero: unknown plugin argument 'bogus' (accepted: disable)
 #include <list>

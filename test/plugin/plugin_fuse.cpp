@@ -22,8 +22,10 @@
 // RUN: FileCheck %s --check-prefix=STATS < %t.O3.json
 // RUN: %t.O3 | FileCheck %s --check-prefix=OUT
 //
-// IR-COUNT-7: select i1 %{{.*}}, ptr @__defero_new_hinted, ptr @defero.new.fallback
-// IR-NOT: select i1 %{{.*}}, ptr @__defero_new_hinted
+// Seven fused calls (one per insertion; the callee is chosen once per
+// function, in its entry block), each with its kind as a constant.
+// IR-COUNT-7: {{call|invoke}} {{.*}}ptr %{{[0-9a-z.]+}}(i64 {{[0-9]+}}, i32 {{[123]}}, ptr
+// IR-NOT: {{call|invoke}} {{.*}}ptr %{{[0-9a-z.]+}}(i64 {{[0-9]+}}, i32
 // REMARK-DAG: remark: neighbor hint fused with operator new [-Rpass=defero]
 // REMARK-DAG: remark: tree hint fused with operator new [-Rpass=defero]
 // REMARK-DAG: remark: container hint fused with operator new [-Rpass=defero]
