@@ -10,8 +10,14 @@
 // block it allocates (programs use their memory). Footprint = peak RSS
 // during the replay minus the RSS before it.
 //
+// A forked child's trace (DEFERO_TRACE with %p) begins "# forked from pid
+// P": the blocks it frees that it never allocated were its parent's, and
+// are skipped (a realloc of one is a malloc); the replay measures what the
+// child itself allocated. Other lines starting with '#' are comments.
+//
 //   trace_replay TRACE
 //   prints: trace_replay events=N peak_live_bytes=L peak_footprint_bytes=F fragmentation_pct=P
+//           [inherited_frees=I]   (a forked child's trace)
 #include <cerrno>
 #include <cinttypes>
 #include <cstdint>
@@ -113,9 +119,16 @@ int main(int argc, char **argv) {
   std::size_t slots = 0;
   char line[256];
   long lineno = 0;
+  bool forked = false;          // a forked child's trace
+  std::size_t inherited = 0;    // its frees of its parent's blocks
+  constexpr std::size_t kNone = ~std::size_t{0};
   auto take = [&](std::uint64_t ptr) {
     auto it = live_slot.find(ptr);
     if (it == live_slot.end()) {
+      if (forked) {
+        ++inherited;
+        return kNone;
+      }
       char where[64];
       std::snprintf(where, sizeof where, "%s:%ld", argv[1], lineno);
       die("a free or realloc of a block the trace never allocated, at ", where);
@@ -127,15 +140,23 @@ int main(int argc, char **argv) {
   while (std::fgets(line, sizeof line, in)) {
     ++lineno;
     std::uint64_t a = 0, b = 0, size = 0;
-    if (std::sscanf(line, "m %" SCNx64 " %" SCNu64, &a, &size) == 2) {
+    if (line[0] == '#') {
+      if (lineno == 1 && !std::strncmp(line, "# forked from pid ", 18))
+        forked = true;
+    } else if (std::sscanf(line, "m %" SCNx64 " %" SCNu64, &a, &size) == 2) {
       live_slot[a] = slots;
       events.push_back({'m', 0, slots++, static_cast<std::size_t>(size)});
     } else if (std::sscanf(line, "r %" SCNx64 " %" SCNx64 " %" SCNu64, &a, &b, &size) == 3) {
       const std::size_t old = take(a);
       live_slot[b] = slots;
-      events.push_back({'r', old, slots++, static_cast<std::size_t>(size)});
+      if (old == kNone) // the parent's block: a malloc here
+        events.push_back({'m', 0, slots++, static_cast<std::size_t>(size)});
+      else
+        events.push_back({'r', old, slots++, static_cast<std::size_t>(size)});
     } else if (std::sscanf(line, "f %" SCNx64, &a) == 1) {
-      events.push_back({'f', take(a), 0, 0});
+      const std::size_t old = take(a);
+      if (old != kNone)
+        events.push_back({'f', old, 0, 0});
     } else {
       char where[64];
       std::snprintf(where, sizeof where, "%s:%ld", argv[1], lineno);
@@ -190,8 +211,11 @@ int main(int argc, char **argv) {
   const std::uint64_t footprint = hwm > base ? hwm - base : 0;
   const double frag = peak_live ? 100.0 * (static_cast<double>(footprint) / static_cast<double>(peak_live) - 1.0) : 0.0;
   std::printf("trace_replay events=%zu peak_live_bytes=%" PRIu64 " peak_footprint_bytes=%" PRIu64
-              " fragmentation_pct=%.1f\n",
+              " fragmentation_pct=%.1f",
               events.size(), peak_live, footprint, frag);
+  if (forked)
+    std::printf(" inherited_frees=%zu", inherited);
+  std::printf("\n");
   for (std::size_t s = 0; s < slots; ++s)
     std::free(block[s]);
   return 0;

@@ -16,6 +16,7 @@ whose checksums differ between allocators, end it with a one-line error
 (exit 1).
 """
 import argparse
+import glob
 import json
 import os
 import platform
@@ -303,8 +304,9 @@ def run_apps(r, a, apps, peers, reps):
 
 
 def run_fragmentation(r, a, apps, peers):
-    """Traces (DEFERO_TRACE, under libdefero) of the applications and of
-    programs nobody here wrote, replayed under every allocator:
+    """Traces (DEFERO_TRACE, under libdefero) of the applications, of
+    programs nobody here wrote and of every process of a g++ build,
+    replayed under every allocator:
     [(trace, allocator, fragmentation %)]."""
     if not os.path.isfile(a.replay):
         fail(f"--replay {a.replay}: no such file")
@@ -331,17 +333,47 @@ def run_fragmentation(r, a, apps, peers):
     programs.append(("cc1plus -O2 (GCC compiling mini_compiler.cpp)",
                      [cc1plus, "-quiet", "-O2", "-std=c++20", pre, "-o",
                       os.path.join(work, "mini_compiler.s")]))
+    # A multi-process build: the g++ driver compiling two files (the
+    # driver, then cc1plus and as for each), every process traced to a file
+    # of its own (DEFERO_TRACE with %p), each replayed alone.
+    apps_dir = os.path.dirname(src)
+    build = ["g++", "-std=c++20", "-c"] + (
+        ["-O0", os.path.join(apps_dir, "mini_compiler.cpp")] if a.scale == "smoke" else
+        ["-O2", os.path.join(apps_dir, "mini_compiler.cpp"), os.path.join(apps_dir, "md_cells.cpp")])
     traces = []
-    for label, cmd in programs:
-        path = os.path.join(work, label.split()[0].replace("/", "_") + ".trace")
+    for label, cmd in programs + [(None, build)]:
+        per_process = label is None
+        stem = "gxx" if per_process else label.split()[0].replace("/", "_")
+        path = os.path.join(work, stem + (".%p.trace" if per_process else ".trace"))
         r.count += 1
-        print(f"{PROG}: [{r.count}] tracing {label} ...", flush=True)
+        print(f"{PROG}: [{r.count}] tracing {label or ' '.join(cmd[:4]) + ' ... (every process)'} ...",
+              flush=True)
+        for old in glob.glob(path.replace("%p", "*")):
+            os.unlink(old)
         env = environment({"LD_PRELOAD": a.libdefero, "DEFERO_TRACE": path})
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200)
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200,
+                           cwd=work if per_process else None)
         if p.returncode != 0:
             last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
-            fail(f"tracing {label}: exited {p.returncode}: {last}")
-        traces.append((label, path))
+            fail(f"tracing {label or cmd[0]}: exited {p.returncode}: {last}")
+        if not per_process:
+            traces.append((label, path))
+            continue
+        # Pids in start order (no wrap-around in a short run); processes
+        # with fewer than 1000 events (a linker stub, say) are left out.
+        files = sorted(glob.glob(path.replace("%p", "*")),
+                       key=lambda f: int(f.rsplit(".", 2)[-2]))
+        if len(files) < 3:
+            fail(f"tracing {' '.join(build)}: {len(files)} trace files, expected one per "
+                 "process (driver, cc1plus, as)")
+        for i, f in enumerate(files, 1):
+            with open(f) as fh:
+                events = sum(1 for line in fh if not line.startswith("#"))
+            if events >= 1000:
+                traces.append((f"{' '.join(build[:2] + build[3:4])} -c of "
+                               f"{len(build) - 4} file(s): process {i} of {len(files)}", f))
+            else:
+                os.unlink(f)
     allocators = [("glibc", {})] + [(n, {"LD_PRELOAD": lib}) for n, lib in peers
                                     if os.path.isfile(lib)]
     allocators += [(f"defero {pred}", {"LD_PRELOAD": a.libdefero, "DEFERO_POLICY": pred})

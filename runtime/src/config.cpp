@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "defero/platform/os.h"
 
 namespace defero {
@@ -51,6 +53,27 @@ int openOrDie(const char *var, const char *path, bool keep) {
     return -1;
   }
   return fd;
+}
+
+constexpr const char *kTraceAccepted =
+    "a writable file path of at most 4095 bytes, in which %p stands for the "
+    "process id and %% for a percent sign";
+
+/// DEFERO_TRACE as read, when it names the process: a forked child expands
+/// it again (the program may have changed its environment since).
+char g_trace_pattern[4096];
+
+/// Whether a DEFERO_TRACE pattern holds %p (not %%p, a literal "%p").
+bool namesProcess(const char *pattern) {
+  for (const char *s = pattern; *s; ++s)
+    if (*s == '%') {
+      if (s[1] == 'p')
+        return true;
+      if (!s[1])
+        return false;
+      ++s;
+    }
+  return false;
 }
 
 #if DEFERO_REALTIME
@@ -153,8 +176,16 @@ Config readConfig() {
     openOrDie("DEFERO_STATS_FILE", v, false); // fail now, not at exit
     c.stats_file = v;
   }
-  if (const char *v = std::getenv("DEFERO_TRACE"))
-    c.trace_fd = openOrDie("DEFERO_TRACE", v, true);
+  if (const char *v = std::getenv("DEFERO_TRACE")) {
+    char path[sizeof g_trace_pattern];
+    if (!traceFilePath(v, ::getpid(), path, sizeof path))
+      bad("DEFERO_TRACE", v, kTraceAccepted);
+    c.trace_fd = openOrDie("DEFERO_TRACE", path, true);
+    if (namesProcess(v)) {
+      std::memcpy(g_trace_pattern, v, std::strlen(v) + 1); // (fits: path did)
+      c.trace_pattern = g_trace_pattern;
+    }
+  }
 #if DEFERO_REALTIME
   readRealtime(c);
 #else
@@ -170,6 +201,68 @@ Config readConfig() {
         "-DDEFERO_BACKEND=hw-obs|hw-rbs|sw-buddy; unset it)");
 #endif
   return c;
+}
+
+bool traceFilePath(const char *pattern, long pid, char *out, unsigned long cap) {
+  unsigned long n = 0;
+  const auto put = [&](const char *text, unsigned long len) {
+    if (n + len >= cap)
+      return false;
+    std::memcpy(out + n, text, len);
+    n += len;
+    return true;
+  };
+  for (const char *s = pattern; *s; ++s) {
+    bool fits;
+    if (*s != '%') {
+      fits = put(s, 1);
+    } else if (s[1] == '%') {
+      fits = put(s, 1);
+      ++s;
+    } else if (s[1] == 'p') {
+      char digits[24];
+      const int len = std::snprintf(digits, sizeof digits, "%ld", pid);
+      fits = len > 0 && put(digits, static_cast<unsigned long>(len));
+      ++s;
+    } else {
+      return false; // another sequence, or a % that ends the pattern
+    }
+    if (!fits)
+      return false;
+  }
+  if (cap == 0)
+    return false;
+  out[n] = '\0';
+  return true;
+}
+
+int openChildTrace(const char *pattern, long parent_pid) {
+  char path[sizeof g_trace_pattern];
+  const long pid = ::getpid();
+  int fd = -1;
+  int err = ENAMETOOLONG;
+  if (traceFilePath(pattern, pid, path, sizeof path)) {
+    fd = os::open_for_writing(path, false);
+    err = errno;
+  } else {
+    std::snprintf(path, sizeof path, "%s", pattern);
+  }
+  if (fd < 0) {
+    char msg[512];
+    const int n = std::snprintf(
+        msg, sizeof msg,
+        "defero: DEFERO_TRACE='%.200s': cannot open for writing in process %ld "
+        "(forked from %ld): %s; that process runs untraced\n",
+        path, pid, parent_pid, err == ENAMETOOLONG ? "path too long" : errnoText(err));
+    if (n > 0)
+      os::write_all(2, msg, static_cast<std::size_t>(n) < sizeof msg ? static_cast<std::size_t>(n) : sizeof msg - 1);
+    return -1;
+  }
+  char head[64];
+  const int n = std::snprintf(head, sizeof head, "# forked from pid %ld\n", parent_pid);
+  if (n > 0)
+    os::write_all(fd, head, static_cast<std::size_t>(n));
+  return fd;
 }
 
 } // namespace defero

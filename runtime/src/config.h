@@ -11,6 +11,9 @@ struct Config {
   bool stats_stderr = false;
   const char *stats_file = nullptr; // DEFERO_STATS_FILE
   int trace_fd = -1;                // DEFERO_TRACE, opened
+  /// DEFERO_TRACE when it names the process (holds %p): a forked child
+  /// opens a file of its own (openChildTrace). nullptr otherwise.
+  const char *trace_pattern = nullptr;
   const char *backend = "kbit";
   /// Real-time builds (DEFERO_REALTIME): which heap serves the program, and
   /// the buddy heap's size.
@@ -27,5 +30,16 @@ struct Config {
 /// one-line error naming the variable and the accepted values (exit 2).
 /// Never allocates.
 Config readConfig();
+
+/// The trace file of process `pid` under DEFERO_TRACE's pattern (%p the
+/// process id, %% a percent sign) in out[cap]; false if the pattern holds
+/// another %-sequence or the path needs more than cap - 1 bytes.
+bool traceFilePath(const char *pattern, long pid, char *out, unsigned long cap);
+
+/// A forked child's own trace file (its pattern holds %p): opened, its
+/// first line "# forked from pid <parent>" (a replay then skips frees of
+/// the blocks the child inherited); -1, after a one-line message on
+/// stderr, if it cannot be opened (the child then runs untraced).
+int openChildTrace(const char *pattern, long parent_pid);
 
 } // namespace defero

@@ -1,5 +1,8 @@
 // fork.cpp - the process heap across fork(): every lock held while the
-// process forks, the child's heaps orphaned but the forking thread's.
+// process forks, the child's heaps orphaned but the forking thread's, and
+// the child's own trace file when DEFERO_TRACE names the process.
+#include <unistd.h>
+
 #include "process_heap.h"
 
 namespace defero {
@@ -30,6 +33,13 @@ void ProcessHeap::forkChild() {
   // The parent still holds (and will write) the events buffered before the
   // fork: the child must not write them a second time.
   trace_.discardBuffered();
+  // A trace that names the process (DEFERO_TRACE holds %p): the child
+  // writes a file of its own from here on, and the parent's stays its own.
+  if (cfg_.trace_pattern && trace_.enabled()) {
+    const int inherited = trace_.fd();
+    trace_.open(openChildTrace(cfg_.trace_pattern, ::getppid()));
+    os::close_fd(inherited);
+  }
   LocalHeap *mine = tls.heap;
   orphans_ = nullptr;
   for (LocalHeap *h = heaps_; h; h = h->next_heap) {

@@ -10,6 +10,10 @@
 //       forks children that allocate other sizes and leave through exit();
 //       run under DEFERO_TRACE, trace_check.py then counts the parent's
 //       events: each must be in the trace exactly once.
+//   edge_program fork-exec              - the same parent, whose two
+//       children exec this program again (mode exec-child: 1000 strings
+//       made and freed); under DEFERO_TRACE with %p each process, the new
+//       images too, writes a trace file of its own.
 //
 // Prints "edge_program: <mode> ok" when the program's own checks pass.
 #include <cerrno>
@@ -78,6 +82,34 @@ int forkChildrenExit() {
   return 0;
 }
 
+int forkExec() {
+  std::vector<void *> mine;
+  for (std::size_t n = 7001; n <= 7500; ++n)
+    mine.push_back(std::malloc(n));
+  for (int c = 0; c < 2; ++c) {
+    const pid_t pid = fork();
+    if (pid < 0)
+      return 2;
+    if (pid == 0) {
+      execl("/proc/self/exe", "edge_program", "exec-child", static_cast<char *>(nullptr));
+      std::_Exit(3);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      return 1;
+  }
+  for (void *p : mine)
+    std::free(p);
+  return 0;
+}
+
+int execChild() {
+  std::vector<std::string> v;
+  for (int i = 0; i < 1000; ++i)
+    v.emplace_back(static_cast<std::size_t>(20 + i % 200), 'e');
+  return v.size() == 1000 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -87,6 +119,10 @@ int main(int argc, char **argv) {
     rc = memalignAnyAlignment();
   else if (mode == "fork-children-exit")
     rc = forkChildrenExit();
+  else if (mode == "fork-exec")
+    rc = forkExec();
+  else if (mode == "exec-child")
+    rc = execChild();
   if (rc == 0)
     std::printf("edge_program: %s ok\n", mode.c_str());
   return rc;
