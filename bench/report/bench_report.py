@@ -183,6 +183,7 @@ def main():
     ap.add_argument("--ks", default="")
     ap.add_argument("--app", action="append", default=[])
     ap.add_argument("--replay", default="")
+    ap.add_argument("--soak", default="")
     a = ap.parse_args()
     if a.scale not in SCALES:
         fail(f"--scale '{a.scale}' is not valid, accepted: {', '.join(SCALES)}")
@@ -194,7 +195,7 @@ def main():
             ks = ()
         if not ks or any(k < 0 or k > 32 for k in ks):
             fail(f"--ks '{a.ks}' is not valid, accepted: comma-separated integers from 0 to 32")
-    for opt in ("plain", "plugin", "stlpatch", "libdefero"):
+    for opt in ("plain", "plugin", "stlpatch", "libdefero") + (("soak",) if a.soak else ()):
         path = getattr(a, opt)
         if not os.path.isfile(path):
             fail(f"--{opt} {path}: no such file")
@@ -262,8 +263,9 @@ def main():
     app_rows = run_apps(r, a, apps, peers, reps)
     frag_rows = run_fragmentation(r, a, apps, peers) if a.replay else []
     loc_rows = run_locality(r, a, peers)
+    soak = run_soak(r, a, peers) if a.soak else []
     write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, frag_rows,
-                 loc_rows)
+                 loc_rows, soak)
 
 
 def run_apps(r, a, apps, peers, reps):
@@ -395,6 +397,82 @@ def run_fragmentation(r, a, apps, peers):
     return out
 
 
+# Memory over time: soak_phases (bench/soak), its allocation sizes shifting
+# in phases over several threads, under every allocator. One run each (its
+# figures are resident bytes, not times).
+SOAK_ARGS = {"smoke": ["--threads", "2", "--phases", "6", "--ops", "200000", "--phase-mb", "16",
+                       "--idle-ms", "200"],
+             "full": ["--threads", "4", "--phases", "12", "--ops", "100000000",
+                      "--phase-mb", "256", "--idle-ms", "1000"]}
+
+
+def run_soak(r, a, peers):
+    """[(allocator, seconds, {summary key: int}, [(ms, heap bytes)])]."""
+    import time
+    allocators = [("glibc", {})] + [(n, {"LD_PRELOAD": lib}) for n, lib in peers
+                                    if os.path.isfile(lib)]
+    allocators.append(("defero", {"LD_PRELOAD": a.libdefero}))
+    out = []
+    for name, env in allocators:
+        r.count += 1
+        print(f"{PROG}: [{r.count}] soak_phases under {name} ...", flush=True)
+        t0 = time.monotonic()
+        p = subprocess.run([a.soak] + SOAK_ARGS[a.scale], env=environment(env),
+                           capture_output=True, text=True, timeout=7200)
+        secs = time.monotonic() - t0
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+            fail(f"soak_phases under {name}: exited {p.returncode}: {last}")
+        samples, summary = [], {}
+        for line in p.stdout.splitlines():
+            f = line.split()
+            if f and f[0] == "sample" and len(f) == 4:
+                samples.append((float(f[1]), int(f[2])))
+            elif f and f[0] == "soak_phases":
+                summary = {k: int(v) for k, v in (x.split("=", 1) for x in f[1:])}
+        if "peak_rss_bytes" not in summary or not samples:
+            fail(f"soak_phases under {name}: no summary line")
+        out.append((name, secs, summary, samples))
+    return out
+
+
+def soak_section(a, soak):
+    """The report's section on soak_phases, and its plot (soak_rss.png)."""
+    if not soak:
+        return []
+    args = " ".join(SOAK_ARGS[a.scale])
+    glibc = next((s for n, _, s, _ in soak if n == "glibc"), None)
+    lines = ["## Memory over time (soak_phases)", "",
+             f"`soak_phases {args}`: allocation sizes shift band by band (16 B to 128 KiB), "
+             "a tenth of each phase's blocks freed by another thread in the next phase, every "
+             "block's contents checked when freed; the heap's resident memory (the process's, "
+             "less the program's own bookkeeping) sampled over time. One run each.", "",
+             "| allocator | seconds | peak resident, MB (×glibc) | after the last free, MB | "
+             "after idling, MB |", "|---|---|---|---|---|"]
+    for name, secs, s, _ in soak:
+        ratio = f" ({s['peak_rss_bytes'] / glibc['peak_rss_bytes']:.2f})" if glibc else ""
+        lines.append(f"| {name} | {secs:.1f} | {s['peak_rss_bytes'] / 1e6:.1f}{ratio} | "
+                     f"{s['freed_rss_bytes'] / 1e6:.1f} | {s['idle_rss_bytes'] / 1e6:.1f} |")
+    lines.append("")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return lines
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, _, _, samples in soak:
+        ax.plot([t / 1000 for t, _ in samples], [b / 1e6 for _, b in samples], label=name)
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("heap resident memory, MB")
+    ax.set_title("soak_phases: resident memory over time")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "soak_rss.png"), dpi=100)
+    plt.close(fig)
+    return lines + ["![soak_phases resident memory](soak_rss.png)", ""]
+
+
 # Locality, counted: callgrind's cache simulation (a fixed, machine-
 # independent cache: 32 KiB 8-way L1d, 8 MiB 16-way last level, 64-byte
 # lines) over just the traversal phases (the kernels' phase* functions).
@@ -469,7 +547,7 @@ def ratio(x, y):
 
 
 def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, frag_rows,
-                 loc_rows):
+                 loc_rows, soak):
     os.makedirs(a.out, exist_ok=True)
     get = {(lab, kern): row for lab, _, kern, row in rows}
     peers = [lab for lab, grp, kern, _ in rows if grp == "peer" and kern == "List"]
@@ -620,6 +698,7 @@ def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, fr
                 for ph in phases) + " |")
         lines.append("")
 
+    lines += soak_section(a, soak)
     lines += hw_counter_section(rows)
     plots = plot(a.out, sweep, ks, get, peers)
     if plots:
