@@ -11,7 +11,8 @@
 // subtraction and a shift.
 //
 // Carving a span and taking metadata are the slow path (a spin lock each;
-// once per 64 KiB of new memory). Nothing here is ever given back.
+// once per 64 KiB of new memory). Nothing here is ever given back to the
+// OS; an empty span can be made over for another size class (remake).
 #pragma once
 
 #include <atomic>
@@ -130,6 +131,34 @@ public:
       std::atomic_ref<SlotPage *>(map_[first + i]).store(pg, std::memory_order_release);
     __atomic_store_n(&limit_, (first << kPageShift) + bytes, __ATOMIC_RELEASE);
     return pg;
+  }
+
+  /// Bytes of a span of class cls (64 KiB for classes up to 8 KiB).
+  static std::size_t spanBytes(unsigned cls) {
+    return kbit::spanBytesFor(kbit::kClassBytes[cls], kPageBytes);
+  }
+
+  /// Makes pg, an empty span, over for class cls, whose spans are as long
+  /// (spanBytes): every slot free, no word cached, not placed. Its owner
+  /// only, with no block of it live or on a free stack or remote list, so
+  /// no other thread reads its header meanwhile (the page map is
+  /// unchanged: it names the same header).
+  static void remake(SlotPage *pg, unsigned cls) {
+    const std::size_t bytes = spanBytes(cls);
+    pg->slot_bytes = kbit::kClassBytes[cls];
+    pg->slots = bytes / kbit::kClassBytes[cls];
+    pg->cls = static_cast<std::uint8_t>(cls);
+    pg->cache_off = static_cast<std::uint16_t>(cls * kClassCacheBytes);
+    pg->inverse = inverseOf(kbit::kClassBytes[cls]);
+    __atomic_store_n(&pg->placed_owner, nullptr, __ATOMIC_RELAXED);
+    pg->used = 0;
+    pg->cached_word = kNoWord;
+    pg->word_cursor = 0;
+    pg->run_cursor = 0;
+    pg->run_top = 0;
+    for (auto &w : pg->free)
+      w = 0;
+    pg->initFree();
   }
 
   /// Metadata memory (zeroed) for the heaps built on this arena.

@@ -155,8 +155,10 @@ public:
       if (rp)
         retireRun(rp);
       rp = this->takeMostlyFree(cls, small ? 3 : 1);
-      if (!rp)
-        rp = PageArena::get().carve(cls, this);
+      if (!rp) {
+        this->reclaimIfGrowing(cls);
+        rp = this->takeOtherEmptyOrCarve(cls);
+      }
       if (!rp)
         return nullptr;
       rp->state = SpanState::Run;

@@ -26,7 +26,11 @@
 //    container's run).
 //
 // Not thread-safe: only the span's owner touches the bitmap, `used` and the
-// list links. Immutable once carved: start, slot_bytes, slots, cls, owner.
+// list links. Immutable once carved: start, owner. The class fields
+// (slot_bytes, slots, cls, inverse, cache_off) change only when the span,
+// with no slot in use, is made over for another class of the same span
+// length by its owner (PageArena::remake): no block of it is live, on a
+// free stack or on a remote list then, so no other thread reads them.
 #pragma once
 
 #include <cstddef>
@@ -75,8 +79,9 @@ enum class SpanState : std::uint8_t {
 };
 
 struct alignas(64) SlotPage {
-  // --- first line: what every free reads, fixed once carved (so another
-  // thread's free reads it without pulling the owner's writes over) ---
+  // --- first line: what every free reads, fixed while a block of the span
+  // lives (so another thread's free reads it without pulling the owner's
+  // writes over) ---
   std::uintptr_t start = 0;    ///< address of slot 0
   std::uint64_t inverse = 0;   ///< ceil(2^64 / slot_bytes): see slotAt
   SpanHeap *owner = nullptr;   ///< the heap that carved it (never changes)

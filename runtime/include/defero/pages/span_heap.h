@@ -7,9 +7,11 @@
 // frees into it; one whose last slot in use comes back to its bitmap moves
 // to the class's Empty list. The next Current is the lowest-addressed Avail
 // span with a quarter of its slots free (else the emptiest), else an Empty
-// span, else a fresh span; a container's run takes an Empty span first, so
-// a heap that builds and frees the same containers again and again reuses
-// their memory instead of growing (mimalloc's page retirement).
+// span, else an Empty span of another class made over (spans of the same
+// length), else a fresh span; a container's run takes an Empty span first,
+// so a heap that builds and frees the same containers again and again
+// reuses their memory instead of growing (mimalloc's page retirement), and
+// one whose sizes shift reuses the spans the sizes it left emptied.
 //
 // Costs: free by the owner, the bit set and `used` (the summary and the
 // lists only when the slot's word had no free slot); counters, one `add` to
@@ -193,6 +195,8 @@ public:
     /// back from hints[k].
     OwnerCounter placed[3][kClasses];
     OwnerCounter placed_crossed;
+    /// Empty spans made over for another size class.
+    OwnerCounter remade;
   } count;
 
   /// The node this thread placed last by a hint, and what the hinted fast
@@ -392,13 +396,47 @@ public:
     push(avail_[pg->cls], pg);
   }
 
-  /// An Empty span of class cls taken off its list, else a fresh one;
-  /// nullptr when the window is exhausted.
+  /// An Empty span of class cls taken off its list, else one of another
+  /// class made over (takeOtherEmptyOrCarve).
   SlotPage *takeEmptyOrCarve(unsigned cls) {
     if (SlotPage *pg = takeEmpty(cls))
       return pg;
+    return takeOtherEmptyOrCarve(cls);
+  }
+
+  /// An Empty span of another class whose spans are as long as cls's, made
+  /// over for cls (PageArena::remake), else a fresh span; nullptr when the
+  /// window is exhausted. A program whose allocation sizes shift reuses
+  /// the spans its earlier sizes emptied instead of growing by every
+  /// class's high-water mark. About 50 instructions to scan the classes,
+  /// once per span.
+  SlotPage *takeOtherEmptyOrCarve(unsigned cls) {
+    const std::size_t bytes = PageArena::spanBytes(cls);
+    for (unsigned n = 0; n < kClasses; ++n) {
+      const unsigned c = (cls + 1 + n) % kClasses; // (from the next class up: no class is always first)
+      if (c == cls || !empty_[c] || PageArena::spanBytes(c) != bytes)
+        continue;
+      if (SlotPage *pg = takeEmpty(c)) {
+        if (recent.page == pg) { // (its node is long freed: no continuation)
+          endStreak();
+          recent.node = nullptr;
+          recent.size = ~std::size_t{0};
+          __atomic_store_n(&recent.page, const_cast<SlotPage *>(&kNoPage), __ATOMIC_RELAXED);
+        }
+        PageArena::remake(pg, cls);
+        count.remade.add(1);
+        return pg;
+      }
+    }
+    ++carved_;
     return PageArena::get().carve(cls, this);
   }
+
+  /// Fresh spans this heap carved since resetCarved (the layer above gives
+  /// its free stacks back to the spans every kReclaimSpans of them).
+  std::uint32_t carvedSince() const { return carved_; }
+  void resetCarved() { carved_ = 0; }
+  static constexpr std::uint32_t kReclaimSpans = 64;
 
   /// An Empty span of class cls taken off its list, or nullptr. (A span a
   /// placement beside a stale anchor took slots of while it was listed
@@ -471,6 +509,7 @@ protected:
   SlotPage *empty_[kClasses] = {};
   unsigned k_;
   unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
+  std::uint32_t carved_ = 0; // fresh spans since resetCarved
 };
 
 } // namespace defero::pages

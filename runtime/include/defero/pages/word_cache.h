@@ -213,6 +213,21 @@ public:
     c.count.add(0 - gone);
     flushed_[cls].add(gone);
   }
+  /// Every kReclaimSpans fresh spans, the free stacks of the classes but
+  /// cls go back to their spans: a stacked block keeps its span from
+  /// emptying, so a thread whose sizes have moved on would otherwise pin a
+  /// span per stacked block of the classes it left (up to 1024 each) and
+  /// carve fresh ones instead of making those over (takeOtherEmptyOrCarve).
+  /// Up to 1024 frees a class, once per 4 MiB of fresh spans.
+  void reclaimIfGrowing(unsigned cls) {
+    if (__builtin_expect(this->carvedSince() < Super::kReclaimSpans, 1))
+      return;
+    this->resetCarved();
+    for (unsigned c = 0; c < Super::kClasses; ++c)
+      if (c != cls && stacked(c))
+        flushStack(c, 0);
+  }
+
   /// Blocks taken back from the stacks (popFreed) ever; blocks pushed ever.
   std::uint64_t stackPops() const {
     std::uint64_t n = 0;
@@ -259,6 +274,7 @@ public:
     this->collectRemote();
     SlotPage *pg = this->current(cls);
     if (!pg->hasRoom()) {
+      reclaimIfGrowing(cls);
       pg = this->replaceCurrent(cls);
       if (!pg)
         return nullptr;
