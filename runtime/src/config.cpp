@@ -176,6 +176,19 @@ Config readConfig() {
     openOrDie("DEFERO_STATS_FILE", v, false); // fail now, not at exit
     c.stats_file = v;
   }
+  if (const char *v = std::getenv("DEFERO_DECAY_MS")) {
+    char *end = nullptr;
+    errno = 0;
+    const long ms = std::strtol(v, &end, 10);
+    if (!std::strcmp(v, "never"))
+      c.decay_ms = ~0u;
+    else if (!*v || *end || errno || ms < 0 || ms > 3600000)
+      bad("DEFERO_DECAY_MS", v,
+          "milliseconds from 0 (at once) to 3600000, or never (how long an empty "
+          "span keeps its memory before it goes back to the OS)");
+    else
+      c.decay_ms = static_cast<unsigned>(ms);
+  }
   if (const char *v = std::getenv("DEFERO_TRACE")) {
     char path[sizeof g_trace_pattern];
     if (!traceFilePath(v, ::getpid(), path, sizeof path))

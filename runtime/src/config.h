@@ -11,6 +11,8 @@ struct Config {
   bool stats_stderr = false;
   const char *stats_file = nullptr; // DEFERO_STATS_FILE
   int trace_fd = -1;                // DEFERO_TRACE, opened
+  /// DEFERO_DECAY_MS: how long an empty span keeps its memory (~0u: never).
+  unsigned decay_ms = 100;
   /// DEFERO_TRACE when it names the process (holds %p): a forked child
   /// opens a file of its own (openChildTrace). nullptr otherwise.
   const char *trace_pattern = nullptr;

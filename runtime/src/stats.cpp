@@ -17,6 +17,7 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
   noteFootprint();
   unsigned long long allocs = 0, frees = 0, hints[3] = {}, hinted = 0, same = 0,
                      own = 0;
+  long long released = 0;
   // Live bytes now, exactly (every heap's counts, read without stopping
   // them), and the peak it may be.
   std::int64_t live = g_live.live.load(std::memory_order_relaxed);
@@ -36,6 +37,7 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       hinted += h->hintedAllocs();
       same += h->hintSameClass();
       own += h->count.policy_allocs.get();
+      released += h->releasedBytes();
     }
   }
   g_live.raise(live);
@@ -49,13 +51,15 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
       "\"live_bytes\": %lld, \"large_mapped_bytes\": %llu, "
       "\"container_policies\": %llu, \"policy_allocs\": %llu, "
+      "\"released_bytes\": %lld, \"resident_bytes\": %lld, "
       "\"checked\": %s}\n",
       allocs, frees, static_cast<long long>(peak > live ? peak : live),
       static_cast<unsigned long long>(peak_footprint_.load()), hints[0],
       hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
       cfg_.backend, static_cast<long long>(live),
       static_cast<unsigned long long>(large_.mappedBytes()),
-      static_cast<unsigned long long>(registry_.policies()), own,
+      static_cast<unsigned long long>(registry_.policies()), own, released,
+      static_cast<long long>(PageArena::get().usedBytes() + large_.mappedBytes()) - released,
       kCanaryBytes ? "true" : "false");
   if (n < 0)
     return 0;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "defero/defero.h"
 #include "defero/kbit/size_classes.h"
@@ -779,6 +782,106 @@ TEST(CApiSpans, ASizeShiftReusesTheSpansTheLastSizeEmptied) {
   }
   for (void *p : blocks)
     defero_free(p);
+}
+
+// Pages of the 64 KiB spans holding these blocks that are resident now
+// (mincore).
+std::size_t residentPagesOf(const std::vector<std::uintptr_t> &spans) {
+  std::size_t n = 0;
+  unsigned char vec[16];
+  for (std::uintptr_t sp : spans) {
+    if (mincore(reinterpret_cast<void *>(sp << 16), 65536, vec) != 0)
+      continue;
+    for (unsigned char v : vec)
+      n += v & 1;
+  }
+  return n;
+}
+
+/// Fills 3 MiB with 48 B blocks, frees them, and returns the spans they
+/// were in.
+std::vector<std::uintptr_t> fillAndFree48() {
+  std::set<std::uintptr_t> spans;
+  std::vector<void *> blocks;
+  for (std::size_t i = 0; i < (std::size_t{3} << 20) / 48; ++i) {
+    void *p = defero_malloc(48);
+    EXPECT_NE(p, nullptr);
+    std::memset(p, 0x5A, 48);
+    blocks.push_back(p);
+    spans.insert(addr(p) >> 16);
+  }
+  for (void *p : blocks)
+    defero_free(p);
+  return {spans.begin(), spans.end()};
+}
+
+/// The released_bytes key of the stats JSON.
+long long releasedBytes() {
+  char path[] = "/tmp/defero_decay_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0)
+    return -1;
+  FILE *f = fdopen(fd, "w+");
+  long long v = -1;
+  if (f && defero_stats_json(f) == 0) {
+    std::rewind(f);
+    char buf[2048] = {};
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    if (const char *k = std::strstr(buf, "\"released_bytes\": "))
+      v = std::atoll(k + std::strlen("\"released_bytes\": "));
+  }
+  if (f)
+    std::fclose(f);
+  std::remove(path);
+  return v;
+}
+
+// An Empty span keeps its memory for DEFERO_DECAY_MS (100 ms by default:
+// a program that frees and builds again at once does not fault its pages
+// back), then gives it back to the OS when its heap next passes a slow path
+// (a span emptied or needed): the pages read back as zero when taken again.
+TEST(CApiDecay, EmptySpansKeepTheirMemoryForTheDelayThenGiveItBack) {
+  const std::vector<std::uintptr_t> spans = fillAndFree48();
+  const std::size_t pages = spans.size() * 16;
+  const std::size_t right_after = residentPagesOf(spans);
+  EXPECT_GE(right_after, pages * 9 / 10) << "given back before the delay";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // A slow path: blocks of another class need spans.
+  std::vector<void *> other;
+  for (int i = 0; i < 2000; ++i)
+    other.push_back(defero_malloc(512));
+  const std::size_t after = residentPagesOf(spans);
+  EXPECT_LE(after, pages / 4) << after << " of " << pages
+                              << " pages still resident 300 ms after their spans emptied";
+  EXPECT_GE(releasedBytes(), 1 << 20);
+  for (void *p : other)
+    defero_free(p);
+  // Taken again: zeroed pages, whole blocks.
+  std::vector<void *> again;
+  for (int i = 0; i < 20000; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(48));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, i & 0xFF, 48);
+    again.push_back(p);
+  }
+  for (int i = 0; i < 20000; ++i)
+    ASSERT_EQ(static_cast<unsigned char *>(again[i])[47], i & 0xFF);
+  for (void *p : again)
+    defero_free(p);
+}
+
+// DEFERO_DECAY_MS=0 (its own process: see CMakeLists.txt): a span's memory
+// goes back as soon as it empties.
+TEST(CApiDecayNow, AnEmptiedSpanGivesItsMemoryBackAtOnce) {
+  const char *v = std::getenv("DEFERO_DECAY_MS");
+  if (!v || std::strcmp(v, "0") != 0)
+    GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
+  const std::vector<std::uintptr_t> spans = fillAndFree48();
+  const std::size_t pages = spans.size() * 16;
+  const std::size_t after = residentPagesOf(spans);
+  EXPECT_LE(after, pages / 4) << after << " of " << pages << " pages still resident";
+  EXPECT_GE(releasedBytes(), 1 << 20);
 }
 
 // A list this thread holds no run for (a new one, or one the container

@@ -122,6 +122,11 @@ struct alignas(64) SlotPage {
   std::uint16_t run_top = 0;
   SlotPage *next = nullptr;    ///< owner's Avail or Empty list
   SlotPage **pprev = nullptr;  ///< the link that points here on that list
+  /// An Empty span whose memory is still resident: the owner's queue of
+  /// them, newest first (SpanHeap::decay releases from the oldest end).
+  SlotPage *qnext = nullptr, *qprev = nullptr;
+  std::uint32_t empty_ms = 0;  ///< when it went Empty (os::now_ms)
+  bool released = false;       ///< an Empty span whose memory went back to the OS
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
 

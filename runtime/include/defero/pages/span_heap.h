@@ -83,6 +83,11 @@ struct LiveTotals {
   }
 };
 
+/// How long an Empty span keeps its memory before it goes back to the OS,
+/// in milliseconds (DEFERO_DECAY_MS; 0: at once; ~0u: never). Set once,
+/// before the first heap exists.
+inline std::uint32_t g_decay_ms = 100;
+
 class SpanHeap {
 public:
   static constexpr unsigned kClasses = kbit::kNumClasses;
@@ -197,6 +202,9 @@ public:
     OwnerCounter placed_crossed;
     /// Empty spans made over for another size class.
     OwnerCounter remade;
+    /// Bytes of Empty spans given back to the OS, and of those taken into
+    /// use again (their pages come back, zeroed, as they are touched).
+    OwnerCounter released, refaulted;
   } count;
 
   /// The node this thread placed last by a hint, and what the hinted fast
@@ -411,6 +419,7 @@ public:
   /// class's high-water mark. About 50 instructions to scan the classes,
   /// once per span.
   SlotPage *takeOtherEmptyOrCarve(unsigned cls) {
+    decay(os::now_ms());
     const std::size_t bytes = PageArena::spanBytes(cls);
     for (unsigned n = 0; n < kClasses; ++n) {
       const unsigned c = (cls + 1 + n) % kClasses; // (from the next class up: no class is always first)
@@ -444,6 +453,7 @@ public:
   SlotPage *takeEmpty(unsigned cls) {
     while (SlotPage *pg = empty_[cls]) {
       unlink(pg);
+      leaveEmpty(pg);
       if (pg->used == 0)
         return pg;
       if (pg->hasRoom()) {
@@ -499,7 +509,61 @@ protected:
   void pushEmpty(SlotPage *pg) {
     pg->state = SpanState::Empty;
     push(empty_[pg->cls], pg);
+    const std::uint32_t now = os::now_ms();
+    pg->empty_ms = now;
+    pg->released = false;
+    pg->qprev = nullptr;
+    pg->qnext = decay_head_;
+    if (decay_head_)
+      decay_head_->qprev = pg;
+    else
+      decay_tail_ = pg;
+    decay_head_ = pg;
+    decay(now);
   }
+
+  /// pg leaves the Empty list: off the decay queue, or, released, counted
+  /// as taken back.
+  void leaveEmpty(SlotPage *pg) {
+    if (pg->released) {
+      pg->released = false;
+      count.refaulted.add(PageArena::spanBytes(pg->cls));
+      return;
+    }
+    dequeue(pg);
+  }
+  void dequeue(SlotPage *pg) {
+    (pg->qprev ? pg->qprev->qnext : decay_head_) = pg->qnext;
+    (pg->qnext ? pg->qnext->qprev : decay_tail_) = pg->qprev;
+    pg->qnext = pg->qprev = nullptr;
+  }
+
+public:
+  /// Gives the memory of the Empty spans that have been empty for
+  /// g_decay_ms back to the OS (madvise: their pages read back as zero;
+  /// the spans stay on their lists, to be taken again). The owner, on its
+  /// slow paths (a span emptied, a span needed): a clock read (vDSO) and a
+  /// compare when nothing is due. A span a placement beside a stale anchor
+  /// took a slot of meanwhile is left resident.
+  void decay(std::uint32_t now) {
+    while (SlotPage *pg = decay_tail_) {
+      if (now - pg->empty_ms < g_decay_ms)
+        return;
+      dequeue(pg);
+      if (pg->used != 0 || pg->state != SpanState::Empty)
+        continue;
+      const std::size_t bytes = PageArena::spanBytes(pg->cls);
+      os::discard(reinterpret_cast<void *>(pg->start), bytes);
+      pg->released = true;
+      count.released.add(bytes);
+    }
+  }
+  /// Bytes of this heap's spans whose memory is back with the OS.
+  std::int64_t releasedBytes() const {
+    return static_cast<std::int64_t>(count.released.get() - count.refaulted.get());
+  }
+
+protected:
 
   LiveTotals *totals_;
   // The part of smallLiveBytes() in totals_ (written by the owner only).
@@ -510,6 +574,7 @@ protected:
   unsigned k_;
   unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
   std::uint32_t carved_ = 0; // fresh spans since resetCarved
+  SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
 };
 
 } // namespace defero::pages

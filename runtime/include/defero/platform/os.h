@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -118,6 +119,15 @@ inline void adviseHuge(void *p, std::size_t bytes) {
   (void)p;
   (void)bytes;
 #endif
+}
+
+/// A coarse monotonic clock in milliseconds (wrapping every 49 days: compare
+/// differences), from the vDSO: no system call.
+inline std::uint32_t now_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(t.tv_sec) * 1000u +
+                                    static_cast<std::uint64_t>(t.tv_nsec) / 1000000u);
 }
 
 /// Tells the OS the range's contents are no longer needed (pages read back
