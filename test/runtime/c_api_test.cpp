@@ -871,6 +871,35 @@ TEST(CApiDecay, EmptySpansKeepTheirMemoryForTheDelayThenGiveItBack) {
     defero_free(p);
 }
 
+// A neighbour hint may name a node the program has freed (the runtime
+// trusts the anchor): a placement beside it takes a slot of an Empty span.
+// That span's memory must not go back to the OS while the block lives.
+TEST(CApiDecay, ABlockPlacedInAnEmptySpanKeepsItsContents) {
+  requireAutoPolicy();
+  std::vector<void *> blocks;
+  for (std::size_t i = 0; i < (std::size_t{3} << 20) / 48; ++i)
+    blocks.push_back(defero_malloc(48));
+  // The last blocks freed go to their spans' bitmaps (the free stack is
+  // full by then): their spans empty.
+  for (void *p : blocks)
+    defero_free(p);
+  void *stale = blocks[blocks.size() - 100];
+  static char container[64];
+  auto *b = static_cast<unsigned char *>(__defero_new_hinted(48, 1, container, stale, 0));
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(addr(b) >> 16, addr(stale) >> 16) << "not placed in the stale anchor's span";
+  std::memset(b, 0xA7, 48);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<void *> other; // a slow path: decay runs
+  for (int i = 0; i < 2000; ++i)
+    other.push_back(defero_malloc(512));
+  for (int i = 0; i < 48; ++i)
+    ASSERT_EQ(b[i], 0xA7) << "byte " << i << " of a live block was given back to the OS";
+  for (void *p : other)
+    defero_free(p);
+  defero_free(b);
+}
+
 // DEFERO_DECAY_MS=0 (its own process: see CMakeLists.txt): a span's memory
 // goes back as soon as it empties.
 TEST(CApiDecayNow, AnEmptiedSpanGivesItsMemoryBackAtOnce) {

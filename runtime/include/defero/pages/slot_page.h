@@ -127,6 +127,7 @@ struct alignas(64) SlotPage {
   SlotPage *qnext = nullptr, *qprev = nullptr;
   std::uint32_t empty_ms = 0;  ///< when it went Empty (os::now_ms)
   bool released = false;       ///< an Empty span whose memory went back to the OS
+  bool queued = false;         ///< on that queue (qnext, qprev)
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
 

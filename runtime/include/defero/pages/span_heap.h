@@ -512,6 +512,7 @@ protected:
     const std::uint32_t now = os::now_ms();
     pg->empty_ms = now;
     pg->released = false;
+    pg->queued = true;
     pg->qprev = nullptr;
     pg->qnext = decay_head_;
     if (decay_head_)
@@ -532,7 +533,12 @@ protected:
     }
     dequeue(pg);
   }
+  /// Takes pg off the decay queue if it is on it (a span decay left
+  /// resident because a placement took a slot of it is not).
   void dequeue(SlotPage *pg) {
+    if (!pg->queued)
+      return;
+    pg->queued = false;
     (pg->qprev ? pg->qprev->qnext : decay_head_) = pg->qnext;
     (pg->qnext ? pg->qnext->qprev : decay_tail_) = pg->qprev;
     pg->qnext = pg->qprev = nullptr;
