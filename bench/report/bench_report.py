@@ -404,6 +404,8 @@ SOAK_ARGS = {"smoke": ["--threads", "2", "--phases", "6", "--ops", "200000", "--
                        "--idle-ms", "200"],
              "full": ["--threads", "4", "--phases", "12", "--ops", "100000000",
                       "--phase-mb", "256", "--idle-ms", "1000"]}
+# The footprint ceiling Defero also runs soak_phases under (DEFERO_MAX_RESIDENT).
+SOAK_CEILING = {"smoke": "32M", "full": "512M"}
 
 
 def run_soak(r, a, peers):
@@ -412,6 +414,8 @@ def run_soak(r, a, peers):
     allocators = [("glibc", {})] + [(n, {"LD_PRELOAD": lib}) for n, lib in peers
                                     if os.path.isfile(lib)]
     allocators.append(("defero", {"LD_PRELOAD": a.libdefero}))
+    allocators.append((f"defero, DEFERO_MAX_RESIDENT={SOAK_CEILING[a.scale]}",
+                       {"LD_PRELOAD": a.libdefero, "DEFERO_MAX_RESIDENT": SOAK_CEILING[a.scale]}))
     out = []
     for name, env in allocators:
         r.count += 1

@@ -76,6 +76,28 @@ bool namesProcess(const char *pattern) {
   return false;
 }
 
+/// Bytes, with an optional binary suffix K, M or G (either case).
+bool parseBytes(const char *v, unsigned long long &out) {
+  if (*v < '0' || *v > '9')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (errno)
+    return false;
+  unsigned shift = 0;
+  switch (*end) {
+  case 'k': case 'K': shift = 10; ++end; break;
+  case 'm': case 'M': shift = 20; ++end; break;
+  case 'g': case 'G': shift = 30; ++end; break;
+  default: break;
+  }
+  if (*end || n > (~0ull >> shift))
+    return false;
+  out = n << shift;
+  return true;
+}
+
 #if DEFERO_REALTIME
 // A real-time build: DEFERO_DEFAULT_BACKEND and DEFERO_MAX_HEAP_LOG come
 // from CMake (DEFERO_BACKEND, DEFERO_HEAP_BYTES).
@@ -97,28 +119,6 @@ bool parseBackend(const char *v, Config &c) {
       return true;
     }
   return false;
-}
-
-/// Bytes, with an optional binary suffix K, M or G (either case).
-bool parseBytes(const char *v, unsigned long long &out) {
-  if (*v < '0' || *v > '9')
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  unsigned long long n = std::strtoull(v, &end, 10);
-  if (errno)
-    return false;
-  unsigned shift = 0;
-  switch (*end) {
-  case 'k': case 'K': shift = 10; ++end; break;
-  case 'm': case 'M': shift = 20; ++end; break;
-  case 'g': case 'G': shift = 30; ++end; break;
-  default: break;
-  }
-  if (*end || n > (~0ull >> shift))
-    return false;
-  out = n << shift;
-  return true;
 }
 
 void readRealtime(Config &c) {
@@ -188,6 +188,14 @@ Config readConfig() {
           "span keeps its memory before it goes back to the OS)");
     else
       c.decay_ms = static_cast<unsigned>(ms);
+  }
+  if (const char *v = std::getenv("DEFERO_MAX_RESIDENT")) {
+    unsigned long long n = 0;
+    if (!parseBytes(v, n) || n == 0)
+      bad("DEFERO_MAX_RESIDENT", v,
+          "bytes from 1, with an optional K, M or G suffix (above it, an empty span's "
+          "memory goes back to the OS at once)");
+    c.max_resident = n;
   }
   if (const char *v = std::getenv("DEFERO_TRACE")) {
     char path[sizeof g_trace_pattern];

@@ -13,6 +13,9 @@ struct Config {
   int trace_fd = -1;                // DEFERO_TRACE, opened
   /// DEFERO_DECAY_MS: how long an empty span keeps its memory (~0u: never).
   unsigned decay_ms = 100;
+  /// DEFERO_MAX_RESIDENT: above this many bytes of spans held, empty spans'
+  /// memory goes back at once (~0: no ceiling).
+  unsigned long long max_resident = ~0ull;
   /// DEFERO_TRACE when it names the process (holds %p): a forked child
   /// opens a file of its own (openChildTrace). nullptr otherwise.
   const char *trace_pattern = nullptr;

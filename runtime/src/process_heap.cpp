@@ -37,6 +37,7 @@ constexpr const char *kNotLive =
 ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
   g_place_default = cfg.policy != Predicate::First;
   pages::g_decay_ms = cfg.decay_ms;
+  pages::g_max_resident = cfg.max_resident;
   g_live.canary = kCanaryBytes;
   exit_hook_.init(&ProcessHeap::threadExit);
   trace_.open(cfg_.trace_fd);

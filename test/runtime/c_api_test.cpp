@@ -900,6 +900,21 @@ TEST(CApiDecay, ABlockPlacedInAnEmptySpanKeepsItsContents) {
   defero_free(b);
 }
 
+// A footprint ceiling (its own process, DEFERO_DECAY_MS=never and
+// DEFERO_MAX_RESIDENT=1M: see CMakeLists.txt): while the heap holds more
+// than the ceiling, an emptied span's memory goes back at once, though no
+// delay ever would.
+TEST(CApiCeiling, AboveTheCeilingEmptiedSpansGiveTheirMemoryBackAtOnce) {
+  const char *v = std::getenv("DEFERO_MAX_RESIDENT");
+  if (!v || std::strcmp(v, "1M") != 0)
+    GTEST_SKIP() << "runs with DEFERO_MAX_RESIDENT=1M (ctest sets it)";
+  const std::vector<std::uintptr_t> spans = fillAndFree48();
+  const std::size_t pages = spans.size() * 16;
+  const std::size_t after = residentPagesOf(spans);
+  EXPECT_LE(after, pages / 2) << after << " of " << pages << " pages still resident";
+  EXPECT_GE(releasedBytes(), 3 << 19);
+}
+
 // DEFERO_DECAY_MS=0 (its own process: see CMakeLists.txt): a span's memory
 // goes back as soon as it empties.
 TEST(CApiDecayNow, AnEmptiedSpanGivesItsMemoryBackAtOnce) {

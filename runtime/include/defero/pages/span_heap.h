@@ -87,6 +87,21 @@ struct LiveTotals {
 /// in milliseconds (DEFERO_DECAY_MS; 0: at once; ~0u: never). Set once,
 /// before the first heap exists.
 inline std::uint32_t g_decay_ms = 100;
+/// The footprint ceiling (DEFERO_MAX_RESIDENT): while the small-object
+/// heap holds more than this many bytes of spans (PageArena::usedBytes
+/// less g_released), empty spans' memory goes back at once. ~0: none.
+inline std::uint64_t g_max_resident = ~std::uint64_t{0};
+/// Bytes of spans whose memory is back with the OS, every heap's (changed
+/// on the slow paths only).
+inline std::atomic<std::int64_t> g_released{0};
+/// Whether the small-object heap holds more than the ceiling.
+inline bool overCeiling() {
+  if (__builtin_expect(g_max_resident == ~std::uint64_t{0}, 1))
+    return false;
+  const std::int64_t held = static_cast<std::int64_t>(PageArena::get().usedBytes()) -
+                            g_released.load(std::memory_order_relaxed);
+  return held > static_cast<std::int64_t>(g_max_resident);
+}
 
 class SpanHeap {
 public:
@@ -529,6 +544,8 @@ protected:
     if (pg->released) {
       pg->released = false;
       count.refaulted.add(PageArena::spanBytes(pg->cls));
+      g_released.fetch_sub(static_cast<std::int64_t>(PageArena::spanBytes(pg->cls)),
+                           std::memory_order_relaxed);
       return;
     }
     dequeue(pg);
@@ -545,15 +562,17 @@ protected:
   }
 
 public:
-  /// Gives the memory of the Empty spans that have been empty for
-  /// g_decay_ms back to the OS (madvise: their pages read back as zero;
-  /// the spans stay on their lists, to be taken again). The owner, on its
-  /// slow paths (a span emptied, a span needed): a clock read (vDSO) and a
-  /// compare when nothing is due. A span a placement beside a stale anchor
-  /// took a slot of meanwhile is left resident.
+  /// Gives the memory of this heap's Empty spans that have been empty for
+  /// g_decay_ms back to the OS, and, while the small-object heap holds
+  /// more than the footprint ceiling (g_max_resident), of the others too,
+  /// oldest first (madvise: their pages read back as zero; the spans stay
+  /// on their lists, to be taken again). The owner, on its slow paths (a
+  /// span emptied, a span needed): a clock read (vDSO) and a compare when
+  /// nothing is due. A span a placement beside a stale anchor took a slot
+  /// of meanwhile is left resident.
   void decay(std::uint32_t now) {
     while (SlotPage *pg = decay_tail_) {
-      if (now - pg->empty_ms < g_decay_ms)
+      if (now - pg->empty_ms < g_decay_ms && !overCeiling())
         return;
       dequeue(pg);
       if (pg->used != 0 || pg->state != SpanState::Empty)
@@ -562,6 +581,7 @@ public:
       os::discard(reinterpret_cast<void *>(pg->start), bytes);
       pg->released = true;
       count.released.add(bytes);
+      g_released.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
     }
   }
   /// Bytes of this heap's spans whose memory is back with the OS.
