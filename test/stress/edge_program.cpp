@@ -59,20 +59,20 @@ int memalignAnyAlignment() {
   return bad ? 1 : 0;
 }
 
-int forkChildrenExit() {
+/// The parent of the fork modes: blocks of sizes 7001..7500 (one each,
+/// nothing else allocates those sizes), `children` children that each run
+/// `child` (which must not return), then the blocks freed. 0 if every
+/// child exited 0.
+template <class Child> int parentOfChildren(int children, Child child) {
   std::vector<void *> mine;
   for (std::size_t n = 7001; n <= 7500; ++n)
     mine.push_back(std::malloc(n));
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < children; ++c) {
     const pid_t pid = fork();
     if (pid < 0)
       return 2;
-    if (pid == 0) {
-      std::vector<std::string> v;
-      for (int i = 0; i < 1000; ++i)
-        v.emplace_back(static_cast<std::size_t>(20 + i % 200), 'c');
-      std::exit(0); // destructors run: the library's too
-    }
+    if (pid == 0)
+      child();
     int st = 0;
     if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
       return 1;
@@ -82,25 +82,20 @@ int forkChildrenExit() {
   return 0;
 }
 
+int forkChildrenExit() {
+  return parentOfChildren(3, [] {
+    std::vector<std::string> v;
+    for (int i = 0; i < 1000; ++i)
+      v.emplace_back(static_cast<std::size_t>(20 + i % 200), 'c');
+    std::exit(0); // destructors run: the library's too
+  });
+}
+
 int forkExec() {
-  std::vector<void *> mine;
-  for (std::size_t n = 7001; n <= 7500; ++n)
-    mine.push_back(std::malloc(n));
-  for (int c = 0; c < 2; ++c) {
-    const pid_t pid = fork();
-    if (pid < 0)
-      return 2;
-    if (pid == 0) {
-      execl("/proc/self/exe", "edge_program", "exec-child", static_cast<char *>(nullptr));
-      std::_Exit(3);
-    }
-    int st = 0;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      return 1;
-  }
-  for (void *p : mine)
-    std::free(p);
-  return 0;
+  return parentOfChildren(2, [] {
+    execl("/proc/self/exe", "edge_program", "exec-child", static_cast<char *>(nullptr));
+    std::_Exit(3);
+  });
 }
 
 int execChild() {
