@@ -106,6 +106,24 @@ void ProcessHeap::threadExit(void *value) {
   std::lock_guard<SpinLock> guard(self.heaps_lock_);
   h->next_orphan = self.orphans_;
   self.orphans_ = h;
+  self.sweepOrphans();
+}
+
+/// With heaps_lock_ held (no thread can adopt an orphan meanwhile, so this
+/// thread may act as every orphan's owner): each orphan takes home the
+/// blocks other threads freed for it since its thread exited (nobody else
+/// would until a new thread adopts it: they would keep its spans from
+/// emptying), and gives the memory of its Empty spans back to the OS at
+/// once (no thread of its will call its decay again), unless the delay is
+/// `never`.
+void ProcessHeap::sweepOrphans() {
+  const bool release = pages::g_decay_ms != ~std::uint32_t{0};
+  const std::uint32_t now = os::now_ms();
+  for (LocalHeap *o = orphans_; o; o = o->next_orphan) {
+    o->collectRemote();
+    if (release)
+      o->decay(now, true);
+  }
 }
 
 // --- allocation -----------------------------------------------------------

@@ -529,6 +529,7 @@ private:
   LocalHeap *attachHeap();
   void unlockAfterFork(bool child);
   static void threadExit(void *heap);
+  void sweepOrphans();
   void noteFootprint();
   void traceMalloc(void *p, std::size_t sz) {
     if (trace_.enabled())

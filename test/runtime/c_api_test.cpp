@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -898,6 +899,118 @@ TEST(CApiDecay, ABlockPlacedInAnEmptySpanKeepsItsContents) {
   for (void *p : other)
     defero_free(p);
   defero_free(b);
+}
+
+// A thread whose sizes have moved on keeps no span pinned by the blocks on
+// its free stacks of the classes it left, even when it takes no fresh
+// memory: every 64 spans it takes (Empty, made over or fresh) those stacks
+// go back to their spans. Here the spans of a 48 B class are each held by
+// one stacked block while 96 B blocks fill first the 96 B class's own
+// Empty spans, then, once those are used up, the 48 B spans made over.
+// Its own process: a fresh heap, whose count of spans taken starts at 0.
+// (Before, the stacks went back only every 64 fresh spans: here the 96 B
+// blocks took 50 fresh spans while the 48 B ones stayed pinned; and a
+// program whose blocks other threads freed, onto their stacks, kept the
+// spans of every phase it left: soak_phases peak 835 -> 720 MB.)
+TEST(CApiFreshHeap, StackedBlocksOfAClassLeftBehindDoNotPinItsSpans) {
+  constexpr std::size_t kSmall = 48, kLarge = 96, kSpans = 100;
+  // 48 B blocks over ~kSpans spans.
+  std::vector<void *> small;
+  for (std::size_t i = 0; i < kSpans * 65536 / kSmall; ++i) {
+    small.push_back(defero_malloc(kSmall));
+    ASSERT_NE(small.back(), nullptr);
+  }
+  // Empty spans of the 96 B class (the last ones freed stay on its stack).
+  std::vector<void *> large;
+  std::set<std::uintptr_t> large_spans;
+  for (std::size_t i = 0; i < kSpans * 65536 / kLarge; ++i) {
+    large.push_back(defero_malloc(kLarge));
+    large_spans.insert(addr(large.back()) >> 16);
+  }
+  for (void *p : large)
+    defero_free(p);
+  large.clear();
+  // Every 48 B block freed, the first of each span first: the free stack
+  // (empty in a fresh heap) takes the first blocks freed while it has room
+  // (the others go to their bitmaps), so it ends up holding a block of
+  // each span.
+  std::set<std::uintptr_t> small_spans;
+  std::vector<bool> first(small.size());
+  for (std::size_t i = 0; i < small.size(); ++i)
+    if (small_spans.insert(addr(small[i]) >> 16).second) {
+      first[i] = true;
+      defero_free(small[i]);
+    }
+  for (std::size_t i = 0; i < small.size(); ++i)
+    if (!first[i])
+      defero_free(small[i]);
+  // Half as many 96 B blocks again as the class's own Empty spans hold:
+  // the rest need other spans, and the 48 B ones are there to be made over.
+  std::size_t in_small_spans = 0;
+  std::set<std::uintptr_t> fresh;
+  for (std::size_t i = 0; i < 3 * kSpans * 65536 / kLarge / 2; ++i) {
+    void *p = defero_malloc(kLarge);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x3C, kLarge);
+    large.push_back(p);
+    const std::uintptr_t span = addr(p) >> 16;
+    in_small_spans += small_spans.count(span);
+    if (!small_spans.count(span) && !large_spans.count(span))
+      fresh.insert(span);
+  }
+  const std::size_t per_span = 65536 / kLarge;
+  EXPECT_LE(fresh.size(), 2u) << fresh.size() << " fresh spans taken while "
+                              << small_spans.size() - in_small_spans / per_span << " of the "
+                              << small_spans.size()
+                              << " spans of 48 B blocks stayed pinned by the 48 B free stack";
+  EXPECT_GE(in_small_spans, small_spans.size() * per_span / 3);
+  for (void *p : large)
+    defero_free(p);
+}
+
+// A thread that exits leaves its heap to the next new thread; until one
+// adopts it, blocks other threads free for it go home at the next thread
+// exit (that thread acts as the orphans' owner), and the memory of the
+// orphan's Empty spans goes back to the OS at once (no thread of its will
+// pass its decay again). Before, they stayed on its remote list and kept
+// its spans resident for good (soak_phases: 405 MB resident after
+// everything was freed and a second's idling).
+TEST(CApiOrphans, BlocksFreedForAnExitedThreadGoHomeAndTheirMemoryBack) {
+  constexpr std::size_t kSize = 48, kBytes = std::size_t{4} << 20;
+  std::vector<void *> blocks;
+  std::atomic<int> stage{0};
+  std::thread b([&] { // has a heap of its own before a exits; orphaned second
+    defero_free(defero_malloc(kSize));
+    stage = 1;
+    while (stage != 2)
+      std::this_thread::yield();
+  });
+  while (stage != 1)
+    std::this_thread::yield();
+  std::thread a([&] { // orphaned first
+    for (std::size_t i = 0; i < kBytes / kSize; ++i)
+      blocks.push_back(defero_malloc(kSize));
+  });
+  a.join();
+  stage = 2;
+  b.join();
+  std::set<std::uintptr_t> spans;
+  for (void *p : blocks) {
+    ASSERT_NE(p, nullptr);
+    spans.insert(addr(p) >> 16);
+  }
+  const std::size_t pages = spans.size() * 16;
+  // This thread frees them: they go to a's heap in batches.
+  for (void *p : blocks)
+    defero_free(p);
+  EXPECT_GE(residentPagesOf({spans.begin(), spans.end()}), pages * 9 / 10);
+  // A new thread adopts b's heap (the newest orphan) and exits: a's heap
+  // takes its blocks home and gives its spans' memory back.
+  std::thread c([] { defero_free(defero_malloc(kSize)); });
+  c.join();
+  const std::size_t after = residentPagesOf({spans.begin(), spans.end()});
+  EXPECT_LE(after, pages / 4) << after << " of " << pages
+                              << " pages of an exited thread's emptied spans still resident";
 }
 
 // A footprint ceiling (its own process, DEFERO_DECAY_MS=never and

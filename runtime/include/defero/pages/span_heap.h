@@ -422,6 +422,7 @@ public:
   /// An Empty span of class cls taken off its list, else one of another
   /// class made over (takeOtherEmptyOrCarve).
   SlotPage *takeEmptyOrCarve(unsigned cls) {
+    ++taken_;
     if (SlotPage *pg = takeEmpty(cls))
       return pg;
     return takeOtherEmptyOrCarve(cls);
@@ -452,14 +453,14 @@ public:
         return pg;
       }
     }
-    ++carved_;
     return PageArena::get().carve(cls, this);
   }
 
-  /// Fresh spans this heap carved since resetCarved (the layer above gives
-  /// its free stacks back to the spans every kReclaimSpans of them).
-  std::uint32_t carvedSince() const { return carved_; }
-  void resetCarved() { carved_ = 0; }
+  /// Spans this heap took for its Current ones (Empty, made over or fresh)
+  /// since resetTaken: the layer above gives its free stacks back to the
+  /// spans every kReclaimSpans of them.
+  std::uint32_t takenSince() const { return taken_; }
+  void resetTaken() { taken_ = 0; }
   static constexpr std::uint32_t kReclaimSpans = 64;
 
   /// An Empty span of class cls taken off its list, or nullptr. (A span a
@@ -569,10 +570,11 @@ public:
   /// on their lists, to be taken again). The owner, on its slow paths (a
   /// span emptied, a span needed): a clock read (vDSO) and a compare when
   /// nothing is due. A span a placement beside a stale anchor took a slot
-  /// of meanwhile is left resident.
-  void decay(std::uint32_t now) {
+  /// of meanwhile is left resident. With `all` (a heap whose thread has
+  /// exited, unless the delay is `never`), every resident Empty span goes.
+  void decay(std::uint32_t now, bool all = false) {
     while (SlotPage *pg = decay_tail_) {
-      if (now - pg->empty_ms < g_decay_ms && !overCeiling())
+      if (!all && now - pg->empty_ms < g_decay_ms && !overCeiling())
         return;
       dequeue(pg);
       if (pg->used != 0 || pg->state != SpanState::Empty)
@@ -599,7 +601,7 @@ protected:
   SlotPage *empty_[kClasses] = {};
   unsigned k_;
   unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
-  std::uint32_t carved_ = 0; // fresh spans since resetCarved
+  std::uint32_t taken_ = 0; // spans taken by takeEmptyOrCarve since resetTaken
   SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
 };
 

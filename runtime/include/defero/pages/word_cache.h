@@ -213,16 +213,18 @@ public:
     c.count.add(0 - gone);
     flushed_[cls].add(gone);
   }
-  /// Every kReclaimSpans fresh spans, the free stacks of the classes but
-  /// cls go back to their spans: a stacked block keeps its span from
-  /// emptying, so a thread whose sizes have moved on would otherwise pin a
-  /// span per stacked block of the classes it left (up to 1024 each) and
-  /// carve fresh ones instead of making those over (takeOtherEmptyOrCarve).
-  /// Up to 1024 frees a class, once per 4 MiB of fresh spans.
+  /// Every kReclaimSpans spans the heap takes (Empty, made over or fresh),
+  /// the free stacks of the classes but cls go back to their spans: a
+  /// stacked block keeps its span from emptying, so a thread whose sizes
+  /// have moved on would otherwise pin a span per stacked block of the
+  /// classes it left (up to 1024 each, its own or, freed across threads,
+  /// another heap's) and take other spans instead of making those over
+  /// (takeOtherEmptyOrCarve). Up to 1024 frees a class, once per 64 spans
+  /// taken.
   void reclaimIfGrowing(unsigned cls) {
-    if (__builtin_expect(this->carvedSince() < Super::kReclaimSpans, 1))
+    if (__builtin_expect(this->takenSince() < Super::kReclaimSpans, 1))
       return;
-    this->resetCarved();
+    this->resetTaken();
     for (unsigned c = 0; c < Super::kClasses; ++c)
       if (c != cls && stacked(c))
         flushStack(c, 0);
