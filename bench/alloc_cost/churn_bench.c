@@ -10,6 +10,12 @@
  *                                    passes to the next thread each round,
  *                                    so most frees are of blocks another
  *                                    thread allocated
+ *   churn_bench large THREADS OPS    each thread replaces random blocks of
+ *                                    a table of 4 with blocks of 5..25 MiB,
+ *                                    every page of each written (large
+ *                                    buffers that come and go: a mapping
+ *                                    per block pays its page faults each
+ *                                    time)
  *
  * Prints "churn_bench MODE threads=T ops=N time_ms=X checksum=C". The
  * checksum (a sum over the bytes written) is the same under every
@@ -22,14 +28,14 @@
 #include <string.h>
 #include <time.h>
 
-enum { kSlots = 4096, kRounds = 16, kMaxThreads = 256 };
+enum { kSlots = 4096, kLargeSlots = 4, kRounds = 16, kMaxThreads = 256 };
 
 struct Table {
   unsigned char *block[kSlots];
   unsigned size[kSlots];
 };
 
-static int larson;
+static int larson, large;
 static unsigned threads;
 static unsigned long ops_per_thread;
 static struct Table tables[kMaxThreads];
@@ -51,17 +57,21 @@ static void *worker(void *arg) {
     /* larson: this round's table was another thread's last round */
     struct Table *t = &tables[larson ? (id + round) % threads : id];
     for (unsigned long i = 0; i < per_round; ++i) {
-      const unsigned k = (unsigned)(next(&rng) % kSlots);
+      const unsigned k = (unsigned)(next(&rng) % (large ? kLargeSlots : kSlots));
       if (t->block[k]) {
         sum += t->block[k][0] + t->block[k][t->size[k] - 1];
         free(t->block[k]);
       }
-      const unsigned n = 8 + (unsigned)(next(&rng) % 505);
+      const unsigned n = large ? (5u << 20) + (unsigned)(next(&rng) % (20u << 20))
+                               : 8 + (unsigned)(next(&rng) % 505);
       unsigned char *p = malloc(n);
       if (!p) {
         fprintf(stderr, "churn_bench: malloc(%u) returned NULL\n", n);
         exit(1);
       }
+      if (large)
+        for (unsigned o = 0; o < n; o += 4096)
+          p[o] = (unsigned char)o;
       p[0] = (unsigned char)k;
       p[n - 1] = (unsigned char)n;
       t->block[k] = p;
@@ -85,13 +95,15 @@ static int parse(const char *s, unsigned long max, unsigned long *out) {
 
 int main(int argc, char **argv) {
   unsigned long t = 0, ops = 0;
-  if (argc != 4 || (strcmp(argv[1], "churn") && strcmp(argv[1], "larson")) ||
+  if (argc != 4 ||
+      (strcmp(argv[1], "churn") && strcmp(argv[1], "larson") && strcmp(argv[1], "large")) ||
       !parse(argv[2], kMaxThreads, &t) || !parse(argv[3], 1000000000ul, &ops)) {
-    fprintf(stderr, "churn_bench: usage: churn_bench churn|larson THREADS(1..%d) "
+    fprintf(stderr, "churn_bench: usage: churn_bench churn|larson|large THREADS(1..%d) "
                     "OPS(1..1000000000)\n", kMaxThreads);
     return 2;
   }
   larson = !strcmp(argv[1], "larson");
+  large = !strcmp(argv[1], "large");
   threads = (unsigned)t;
   ops_per_thread = ops / threads < kRounds ? kRounds : ops / threads;
   pthread_t tid[kMaxThreads];

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """workloads.py - allocation-bound programs under each allocator preloaded:
-churn_bench's single-threaded and multi-threaded churn and its larson-style
-cross-thread hand-off, median of --reps runs, in one table with each
-allocator's time over the best peer's.
+churn_bench's single-threaded and multi-threaded churn, its larson-style
+cross-thread hand-off and its large-buffer churn (5..25 MiB blocks, --ops /
+20000 of them), median of --reps runs, in one table with each allocator's
+time over the best peer's.
 
   workloads.py --program build/bin/churn_bench --allocator NAME=LIB ...
       [--ops N] [--reps R] [--json OUT]
@@ -17,7 +18,8 @@ import subprocess
 import allocators
 
 PROG = "workloads.py"
-CASES = [("churn", 1), ("churn", 4), ("larson", 2), ("larson", 8)]
+CASES = [("churn", 1), ("churn", 4), ("larson", 2), ("larson", 8), ("large", 1)]
+LARGE_OPS_DIVISOR = 20000  # a large block is ~20,000 small ones' bytes
 
 
 def fail(msg):
@@ -53,7 +55,8 @@ def main():
         for name, lib in allocs:
             times = []
             for _ in range(a.reps):
-                ms, checksum = run(a.program, lib, mode, threads, a.ops)
+                ops = max(16, a.ops // LARGE_OPS_DIVISOR) if mode == "large" else a.ops
+                ms, checksum = run(a.program, lib, mode, threads, ops)
                 times.append(ms)
                 sums.add(checksum)
             res[case][name] = statistics.median(times)

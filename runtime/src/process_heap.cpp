@@ -38,6 +38,7 @@ ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
   g_place_default = cfg.policy != Predicate::First;
   pages::g_decay_ms = cfg.decay_ms;
   pages::g_max_resident = cfg.max_resident;
+  pages::g_large_decay = [] { processHeap().large_.decay(false); };
   g_live.canary = kCanaryBytes;
   exit_hook_.init(&ProcessHeap::threadExit);
   trace_.open(cfg_.trace_fd);
@@ -115,7 +116,8 @@ void ProcessHeap::threadExit(void *value) {
 /// would until a new thread adopts it: they would keep its spans from
 /// emptying), and gives the memory of its Empty spans back to the OS at
 /// once (no thread of its will call its decay again), unless the delay is
-/// `never`.
+/// `never`. The large heap's free runs go back too: a program whose
+/// threads have finished their work keeps no memory it freed.
 void ProcessHeap::sweepOrphans() {
   const bool release = pages::g_decay_ms != ~std::uint32_t{0};
   const std::uint32_t now = os::now_ms();
@@ -124,6 +126,7 @@ void ProcessHeap::sweepOrphans() {
     if (release)
       o->decay(now, true);
   }
+  large_.decay(true); // (likewise the large blocks' free runs)
 }
 
 // --- allocation -----------------------------------------------------------
@@ -369,21 +372,19 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     old = large_.getSize(p);
     if (old == 0)
       os::fatal_pointer(call, p, kNotLive);
-    // Large to large: let the kernel move the pages. (Traced runs copy
-    // instead, so that the trace's free and malloc stay ordered with other
+    // Large to large: in place in the fit region, or a mapping's pages
+    // moved by the kernel; failing that, copied below. (Traced runs copy,
+    // so that the trace's free and malloc stay ordered with other
     // threads' calls; a remap and its log line are not atomic, another
     // thread could log them first.)
     if (sz > kMaxSmall && !trace_.enabled()) {
       noteFootprint();
-      void *q = large_.remap(p, sz);
-      if (!q) {
-        errno = ENOMEM;
-        return nullptr;
+      if (void *q = large_.remap(p, sz)) {
+        const std::size_t now = large_.getSize(q);
+        g_live.add(static_cast<std::int64_t>(now) - static_cast<std::int64_t>(old));
+        noteFootprint();
+        return q;
       }
-      const std::size_t now = large_.getSize(q);
-      g_live.add(static_cast<std::int64_t>(now) - static_cast<std::int64_t>(old));
-      noteFootprint();
-      return q;
     }
   }
   void *q = malloc(sz);

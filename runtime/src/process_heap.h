@@ -5,8 +5,10 @@
 //   small objects (<= 32 KiB): one LocalHeap per thread (pages/local_heap.h)
 //     over the PageArena window; no lock, no atomic read-modify-write on
 //     the owner's malloc and free
-//   large objects: MmapHeap (a lock-free registry; a per-thread cache of
-//     freed blocks in front of its shared, locked one)
+//   large objects: LargeHeap (pages/large_heap.h: address-ordered best
+//     fit with coalescing in a region of their own up to 32 MiB, mappings
+//     above; a lock-free registry; a per-thread cache of freed blocks in
+//     front)
 //
 // The fast paths are inline here so that overrides.cpp (and the C API's
 // defero_malloc/defero_free) compile malloc and free into straight-line
@@ -34,6 +36,7 @@
 #include "defero/heaplayers/utility/trace_heap.h"
 #include "defero/kbit/size_classes.h"
 #include "defero/pages/local_heap.h"
+#include "defero/pages/large_heap.h"
 #include "defero/pages/page_arena.h"
 #include "defero/platform/os.h"
 #include "node_layout.h"
@@ -551,7 +554,7 @@ private:
   Config cfg_;
   int pid_; // the process that read the configuration
   os::ThreadExitHook exit_hook_;
-  MmapHeap large_;
+  pages::LargeHeap large_;
   ContainerRegistry registry_;
   TraceLog trace_;
   SpinLock heaps_lock_; // the heap lists (attach, exit, fork, stats)

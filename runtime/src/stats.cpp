@@ -58,7 +58,8 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       hints[1], hints[2], hinted, same, predicateName(cfg_.policy), cfg_.k,
       cfg_.backend, static_cast<long long>(live),
       static_cast<unsigned long long>(large_.mappedBytes()),
-      static_cast<unsigned long long>(registry_.policies()), own, released,
+      static_cast<unsigned long long>(registry_.policies()), own,
+      released + static_cast<long long>(large_.releasedBytes()),
       static_cast<long long>(PageArena::get().usedBytes() + large_.mappedBytes()) - released,
       kCanaryBytes ? "true" : "false");
   if (n < 0)

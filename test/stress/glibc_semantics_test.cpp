@@ -171,6 +171,30 @@ TEST(GlibcSemantics, CallocZeroesCachedLargeMappings) {
   std::free(z);
 }
 
+// realloc of a large block (up to 32 MiB: the fit region) shrinks it in
+// place, giving the tail back, and grows it in place when the memory above
+// it is free; its contents stay either way.
+TEST(GlibcSemantics, ReallocResizesALargeBlockInPlaceWhenItCan) {
+  constexpr std::size_t kSize = 7 << 20;
+  auto *p = static_cast<char *>(std::malloc(2 * kSize));
+  ASSERT_NE(p, nullptr);
+  const auto at = reinterpret_cast<std::uintptr_t>(p); // (p is not read after a realloc)
+  for (std::size_t i = 0; i < 2 * kSize; i += 4096)
+    p[i] = static_cast<char>(i >> 12);
+  auto *s = static_cast<char *>(std::realloc(p, kSize));
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(s), at) << "a shrink moved the block";
+  EXPECT_EQ(malloc_usable_size(s), kSize);
+  // The tail it gave back is free memory right above it: a grow takes it.
+  auto *r = static_cast<char *>(std::realloc(s, 2 * kSize - 8192));
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(r), at)
+      << "moved, though the 7 MiB above it were free";
+  ASSERT_GE(malloc_usable_size(r), 2 * kSize - 8192);
+  for (std::size_t i = 0; i < kSize; i += 4096)
+    ASSERT_EQ(r[i], static_cast<char>(i >> 12));
+  touch(r, 2 * kSize - 8192, 0x55);
+  std::free(r);
+}
+
 TEST(GlibcSemantics, CallocOverflow) {
   errno = 0;
   EXPECT_EQ(std::calloc(opaque(SIZE_MAX / 2), 3), nullptr);

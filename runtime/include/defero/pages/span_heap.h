@@ -94,6 +94,13 @@ inline std::uint64_t g_max_resident = ~std::uint64_t{0};
 /// Bytes of spans whose memory is back with the OS, every heap's (changed
 /// on the slow paths only).
 inline std::atomic<std::int64_t> g_released{0};
+/// When the large heap's oldest resident free run is due to go back to
+/// the OS (ms, os::now_ms's clock; ~0: none is), and what gives it back:
+/// the small heaps' decay, which runs on their slow paths, calls it when
+/// due, so the large blocks' memory goes back while a program makes only
+/// small allocations (LargeHeap sets both).
+inline std::atomic<std::uint32_t> g_large_due{~std::uint32_t{0}};
+inline void (*g_large_decay)() = nullptr;
 /// Whether the small-object heap holds more than the ceiling.
 inline bool overCeiling() {
   if (__builtin_expect(g_max_resident == ~std::uint64_t{0}, 1))
@@ -573,6 +580,10 @@ public:
   /// of meanwhile is left resident. With `all` (a heap whose thread has
   /// exited, unless the delay is `never`), every resident Empty span goes.
   void decay(std::uint32_t now, bool all = false) {
+    const std::uint32_t large_due = g_large_due.load(std::memory_order_relaxed);
+    if (__builtin_expect(large_due != ~std::uint32_t{0}, 0) &&
+        static_cast<std::int32_t>(now - large_due) >= 0 && g_large_decay)
+      g_large_decay();
     while (SlotPage *pg = decay_tail_) {
       if (!all && now - pg->empty_ms < g_decay_ms && !overCeiling())
         return;

@@ -344,7 +344,8 @@ private:
 
 static_assert(SizedHeapLayer<MmapHeap> && OwningHeapLayer<MmapHeap>);
 
-/// A thread's own cache of freed mappings in front of an MmapHeap's, for
+/// A thread's own cache of freed blocks in front of an MmapHeap (or any
+/// heap with its release(p, bytes)), for
 /// the owner only (no lock): up to kSlots mappings of up to kMaxBlock
 /// bytes, kMaxBytes in all, oldest first (the oldest leave when room is
 /// needed). Its blocks are out of the registry (the owner
@@ -381,7 +382,7 @@ public:
   /// oldest entries to `heap`'s shared cache (so sizes the thread stopped
   /// asking for do not hold the cache); a mapping too large for it goes
   /// there directly.
-  void put(void *p, std::size_t bytes, MmapHeap &heap) {
+  template <class Heap> void put(void *p, std::size_t bytes, Heap &heap) {
     if (bytes > kMaxBlock) {
       heap.release(p, bytes);
       return;
@@ -401,7 +402,7 @@ public:
     total_ += bytes;
   }
   /// Gives every mapping to `heap`'s shared cache (or back to the OS).
-  void drainTo(MmapHeap &heap) {
+  template <class Heap> void drainTo(Heap &heap) {
     while (n_) {
       --n_;
       heap.release(block_[n_], bytes_[n_]);

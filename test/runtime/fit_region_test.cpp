@@ -1,0 +1,226 @@
+// fit_region_test.cpp - FitRegion (heaplayers/top/fit_region.h): address-
+// ordered best fit with coalescing over whole pages, and its free runs'
+// memory given back after a delay.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <vector>
+
+#include <sys/mman.h>
+
+#include "defero/heaplayers/top/fit_region.h"
+
+namespace {
+
+using defero::FitRegion;
+constexpr std::size_t kPage = FitRegion::kPageBytes;
+
+std::uintptr_t addr(const void *p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+void *take(FitRegion &r, std::size_t pages, bool *fresh_out = nullptr) {
+  bool fresh = false;
+  void *p = r.take(pages * kPage, fresh);
+  if (fresh_out)
+    *fresh_out = fresh;
+  return p;
+}
+
+// Pages of [p, p + bytes) resident now (mincore).
+std::size_t residentPages(void *p, std::size_t bytes) {
+  std::vector<unsigned char> v(bytes / kPage);
+  if (mincore(p, bytes, v.data()) != 0)
+    return ~std::size_t{0};
+  std::size_t n = 0;
+  for (unsigned char c : v)
+    n += c & 1;
+  return n;
+}
+
+TEST(FitRegion, AFreedBlockMergesWithBothNeighboursAndServesALargerRequest) {
+  FitRegion r;
+  void *a = take(r, 3), *b = take(r, 5), *c = take(r, 2), *guard = take(r, 1);
+  ASSERT_TRUE(a && b && c && guard);
+  EXPECT_EQ(addr(b), addr(a) + 3 * kPage);
+  EXPECT_EQ(addr(c), addr(b) + 5 * kPage);
+  ASSERT_TRUE(r.give(a, 3 * kPage, 0));
+  ASSERT_TRUE(r.give(c, 2 * kPage, 0));
+  ASSERT_TRUE(r.give(b, 5 * kPage, 0)); // merges with a's run and c's
+  EXPECT_EQ(r.freeBytes(), 10 * kPage);
+  bool fresh = true;
+  void *all = take(r, 10, &fresh);
+  EXPECT_EQ(all, a) << "the three runs did not merge into one of 10 pages";
+  EXPECT_FALSE(fresh) << "reused pages reported as zero-filled";
+  EXPECT_EQ(r.freeBytes(), 0u);
+}
+
+TEST(FitRegion, ARequestTakesTheSmallestRunThatHoldsItAtItsLowEnd) {
+  FitRegion r;
+  // Free runs of 10, 6, 8 and 6 pages, each between live blocks.
+  const std::size_t sizes[] = {10, 6, 8, 6};
+  std::vector<void *> runs, live;
+  for (std::size_t pages : sizes) {
+    runs.push_back(take(r, pages));
+    live.push_back(take(r, 1));
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    ASSERT_TRUE(r.give(runs[i], sizes[i] * kPage, 0));
+  EXPECT_EQ(take(r, 7), runs[2]) << "7 pages: the 8-page run is the best fit";
+  EXPECT_EQ(take(r, 6), runs[1]) << "6 pages: the lower of the two exact runs";
+  EXPECT_EQ(take(r, 6), runs[3]);
+  // The 8-page run's last page is left; a 1-page request takes it (best
+  // fit) rather than cutting the 10-page run.
+  EXPECT_EQ(addr(take(r, 1)), addr(runs[2]) + 7 * kPage);
+  EXPECT_EQ(take(r, 10), runs[0]);
+}
+
+TEST(FitRegion, OnlyPagesNeverHandedOutAreFresh) {
+  FitRegion r;
+  bool fresh = false;
+  auto *p = static_cast<unsigned char *>(take(r, 4, &fresh));
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(fresh);
+  for (std::size_t i = 0; i < 4 * kPage; ++i)
+    ASSERT_EQ(p[i], 0) << "a fresh block's byte " << i;
+  std::memset(p, 0xAB, 4 * kPage);
+  ASSERT_TRUE(r.give(p, 4 * kPage, 0));
+  void *q = take(r, 4, &fresh);
+  EXPECT_EQ(q, p);
+  EXPECT_FALSE(fresh);
+}
+
+TEST(FitRegion, ARunsMemoryGoesBackAfterTheDelayAndNotBefore) {
+  FitRegion r;
+  auto *p = static_cast<char *>(take(r, 64));
+  void *guard = take(r, 1);
+  ASSERT_TRUE(p && guard);
+  std::memset(p, 1, 64 * kPage);
+  ASSERT_TRUE(r.give(p, 64 * kPage, 1000));
+  std::uint32_t stamp = 0;
+  ASSERT_TRUE(r.oldestResident(stamp));
+  EXPECT_EQ(stamp, 1000u);
+  r.decay(1099, 100, false);
+  EXPECT_EQ(residentPages(p, 64 * kPage), 64u) << "given back before its delay";
+  EXPECT_EQ(r.releasedBytes(), 0u);
+  r.decay(1100, 100, false);
+  EXPECT_EQ(residentPages(p, 64 * kPage), 0u);
+  EXPECT_EQ(r.releasedBytes(), 64 * kPage);
+  EXPECT_FALSE(r.oldestResident(stamp));
+  // A block cut from the released run takes its share back.
+  void *q = take(r, 16);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(r.releasedBytes(), 48 * kPage);
+  EXPECT_EQ(static_cast<char *>(q)[0], 0) << "a released page reads back as zero";
+}
+
+TEST(FitRegion, AllGivesBackEveryResidentRunWhateverItsAge) {
+  FitRegion r;
+  auto *p = static_cast<char *>(take(r, 8));
+  void *guard = take(r, 1);
+  ASSERT_TRUE(p && guard);
+  std::memset(p, 1, 8 * kPage);
+  ASSERT_TRUE(r.give(p, 8 * kPage, 5000));
+  r.decay(5000, 100, true);
+  EXPECT_EQ(residentPages(p, 8 * kPage), 0u);
+  EXPECT_EQ(r.releasedBytes(), 8 * kPage);
+}
+
+TEST(FitRegion, ABlockGrowsInPlaceIntoTheFreeRunAboveItOnly) {
+  FitRegion r;
+  void *a = take(r, 4), *b = take(r, 6), *c = take(r, 1);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_FALSE(r.growInPlace(a, 4 * kPage, 5 * kPage)) << "b is live above a";
+  ASSERT_TRUE(r.give(b, 6 * kPage, 0));
+  EXPECT_FALSE(r.growInPlace(a, 4 * kPage, 11 * kPage)) << "only 6 pages are free above a";
+  EXPECT_TRUE(r.growInPlace(a, 4 * kPage, 7 * kPage));
+  EXPECT_EQ(r.freeBytes(), 3 * kPage);
+  EXPECT_EQ(take(r, 3), static_cast<char *>(a) + 7 * kPage);
+}
+
+TEST(FitRegion, TheHighestBlockGrowsIntoPagesNeverHandedOut) {
+  FitRegion r;
+  auto *a = static_cast<char *>(take(r, 2));
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(r.growInPlace(a, 2 * kPage, 9 * kPage));
+  EXPECT_EQ(r.topBytes(), 9 * kPage);
+  a[9 * kPage - 1] = 1;
+  EXPECT_EQ(take(r, 1), a + 9 * kPage);
+  EXPECT_FALSE(r.growInPlace(a, 9 * kPage, (std::size_t{FitRegion::kMaxPages} + 1) * kPage));
+}
+
+TEST(FitRegion, RequestsItCannotServeAreRefused) {
+  FitRegion r;
+  bool fresh = true;
+  EXPECT_EQ(r.take(0, fresh), nullptr);
+  EXPECT_EQ(r.take(std::size_t{FitRegion::kMaxPages + 1} * kPage, fresh), nullptr);
+}
+
+// Random takes, gives and grows against a model of the live blocks: no
+// two overlap, every block keeps its contents, and the region's free bytes
+// are its high-water mark less what is live.
+TEST(FitRegion, RandomTakesAndGivesKeepBlocksApartAndTheAccountsExact) {
+  FitRegion r;
+  std::mt19937_64 rng(7);
+  std::map<std::uintptr_t, std::size_t> live; // address -> pages
+  std::size_t live_pages = 0;
+  auto check = [&](std::uintptr_t a, std::size_t pages) {
+    auto *p = reinterpret_cast<unsigned char *>(a);
+    const auto tag = static_cast<unsigned char>(a >> 12);
+    return p[0] == tag && p[pages * kPage - 1] == tag;
+  };
+  for (int step = 0; step < 20000; ++step) {
+    const auto op = rng() % 8;
+    if (op < 4 || live.empty()) {
+      const std::size_t pages = 1 + rng() % (rng() % 4 == 0 ? 300 : 20);
+      void *p = take(r, pages);
+      ASSERT_NE(p, nullptr);
+      const std::uintptr_t a = addr(p);
+      auto next = live.lower_bound(a);
+      if (next != live.end()) {
+        ASSERT_LE(a + pages * kPage, next->first) << "overlaps the block above";
+      }
+      if (next != live.begin()) {
+        auto prev = std::prev(next);
+        ASSERT_LE(prev->first + prev->second * kPage, a) << "overlaps the block below";
+      }
+      static_cast<unsigned char *>(p)[0] = static_cast<unsigned char>(a >> 12);
+      static_cast<unsigned char *>(p)[pages * kPage - 1] = static_cast<unsigned char>(a >> 12);
+      live[a] = pages;
+      live_pages += pages;
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      ASSERT_TRUE(check(it->first, it->second)) << "a live block lost its contents";
+      if (op == 7) { // grow by a page or two, in place if it can
+        const std::size_t more = 1 + rng() % 2;
+        void *p = reinterpret_cast<void *>(it->first);
+        if (r.growInPlace(p, it->second * kPage, (it->second + more) * kPage)) {
+          auto next = std::next(it);
+          if (next != live.end()) {
+            ASSERT_LE(it->first + (it->second + more) * kPage, next->first);
+          }
+          it->second += more;
+          live_pages += more;
+          static_cast<unsigned char *>(p)[it->second * kPage - 1] =
+              static_cast<unsigned char>(it->first >> 12);
+        }
+        continue;
+      }
+      ASSERT_TRUE(r.give(reinterpret_cast<void *>(it->first), it->second * kPage,
+                         static_cast<std::uint32_t>(step)));
+      live_pages -= it->second;
+      live.erase(it);
+    }
+    if (step % 997 == 0)
+      r.decay(static_cast<std::uint32_t>(step), 500, false);
+    ASSERT_EQ(r.freeBytes() + live_pages * kPage, r.topBytes());
+    ASSERT_LE(r.releasedBytes(), r.freeBytes());
+  }
+  for (auto &[a, pages] : live)
+    ASSERT_TRUE(check(a, pages));
+}
+
+} // namespace
