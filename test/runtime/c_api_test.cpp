@@ -1038,6 +1038,24 @@ TEST(CApiFreshHeap, FreedLargeNeighboursMergeAndServeARequestOfAnotherSize) {
   defero_free(guard);
 }
 
+// A block above 32 MiB is a mapping of its own; freed, the mapping is kept
+// for DEFERO_DECAY_MS for the next request it holds (its tail past that
+// unmapped), instead of each big buffer's pages faulting in afresh.
+TEST(CApiLarge, AFreedBigMappingIsKeptForTheNextRequestItHolds) {
+  constexpr std::size_t kBig = std::size_t{48} << 20;
+  auto *p = static_cast<char *>(defero_malloc(kBig));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 0x11, kBig);
+  const auto at = addr(p);
+  defero_free(p);
+  auto *q = static_cast<char *>(defero_malloc(kBig - (std::size_t{8} << 20)));
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(addr(q), at) << "a fresh mapping, though a 48 MiB one was just freed";
+  EXPECT_EQ(defero_usable_size(q), kBig - (std::size_t{8} << 20)) << "the tail was not trimmed";
+  std::memset(q, 0x22, kBig - (std::size_t{8} << 20));
+  defero_free(q);
+}
+
 // A footprint ceiling (its own process, DEFERO_DECAY_MS=never and
 // DEFERO_MAX_RESIDENT=1M: see CMakeLists.txt): while the heap holds more
 // than the ceiling, an emptied span's memory goes back at once, though no
@@ -1051,6 +1069,20 @@ TEST(CApiCeiling, AboveTheCeilingEmptiedSpansGiveTheirMemoryBackAtOnce) {
   const std::size_t after = residentPagesOf(spans);
   EXPECT_LE(after, pages / 2) << after << " of " << pages << " pages still resident";
   EXPECT_GE(releasedBytes(), 3 << 19);
+}
+
+// DEFERO_DECAY_MS=0: a freed mapping above 32 MiB is unmapped at once.
+TEST(CApiDecayNow, AFreedBigMappingIsUnmappedAtOnce) {
+  const char *v = std::getenv("DEFERO_DECAY_MS");
+  if (!v || std::strcmp(v, "0") != 0)
+    GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
+  constexpr std::size_t kBig = std::size_t{40} << 20;
+  auto *p = static_cast<char *>(defero_malloc(kBig));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 1, kBig);
+  defero_free(p);
+  unsigned char vec[1];
+  EXPECT_NE(mincore(p, 4096, vec), 0) << "the freed 40 MiB mapping is still mapped";
 }
 
 // DEFERO_DECAY_MS=0 (its own process): a large block's memory goes back

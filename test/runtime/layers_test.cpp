@@ -460,21 +460,24 @@ TEST(MmapHeap, UnregisterAdoptAndReleaseHandABlockAround) {
 TEST(MmapThreadCache, KeepsUpToItsBoundsAndGivesTheBestFit) {
   MmapHeap h;
   MmapThreadCache c;
+  // Blocks of a size that fills both bounds at once (16 x 16 KiB).
+  constexpr std::size_t kBlock = MmapThreadCache::kMaxBytes / MmapThreadCache::kSlots;
+  static_assert(kBlock == 4 * 4096);
   std::size_t got = 0;
   EXPECT_EQ(c.take(4096, got), nullptr);
   std::vector<void *> ps;
   for (unsigned i = 0; i < MmapThreadCache::kSlots + 1; ++i)
-    ps.push_back(h.malloc(16 * 4096));
+    ps.push_back(h.malloc(kBlock));
   for (unsigned i = 0; i < MmapThreadCache::kSlots; ++i)
     c.put(ps[i], h.unregister(ps[i]), h);
   EXPECT_EQ(c.size(), MmapThreadCache::kSlots);
-  EXPECT_EQ(c.bytes(), MmapThreadCache::kMaxBytes) << "16 x 64 KiB";
+  EXPECT_EQ(c.bytes(), MmapThreadCache::kMaxBytes) << "16 x 16 KiB";
   const std::size_t mapped = h.mappedBytes();
   // Full: the oldest (ps[0]) goes to the shared cache to make room.
   c.put(ps.back(), h.unregister(ps.back()), h);
   EXPECT_EQ(c.size(), MmapThreadCache::kSlots);
   bool fresh = true;
-  EXPECT_EQ(h.mallocAligned(16 * 4096, 4096, &fresh), ps[0]);
+  EXPECT_EQ(h.mallocAligned(kBlock, 4096, &fresh), ps[0]);
   EXPECT_FALSE(fresh);
   h.free(ps[0]); // (back in the shared cache)
   // Too large for it: straight to the shared cache (or the OS).
@@ -483,12 +486,12 @@ TEST(MmapThreadCache, KeepsUpToItsBoundsAndGivesTheBestFit) {
   EXPECT_EQ(c.size(), MmapThreadCache::kSlots);
   EXPECT_EQ(h.mappedBytes(), mapped + MmapThreadCache::kMaxBlock + 4096);
 
-  void *p = c.take(9 * 4096, got);
-  EXPECT_NE(p, nullptr) << "64 KiB serves 36 KiB (within 2x)";
-  EXPECT_EQ(got, 16u * 4096);
-  EXPECT_EQ(c.take(7 * 4096, got), nullptr) << "64 KiB for 28 KiB is over 2x";
+  void *p = c.take(3 * 4096, got);
+  EXPECT_NE(p, nullptr) << "16 KiB serves 12 KiB (within 2x)";
+  EXPECT_EQ(got, kBlock);
+  EXPECT_EQ(c.take(4096, got), nullptr) << "16 KiB for 4 KiB is over 2x";
   EXPECT_TRUE(h.adopt(p, got));
-  EXPECT_EQ(h.getSize(p), 16u * 4096);
+  EXPECT_EQ(h.getSize(p), kBlock);
   h.free(p); // the shared cache now holds ps[0] and p
 
   c.drainTo(h); // 15 more
@@ -496,11 +499,11 @@ TEST(MmapThreadCache, KeepsUpToItsBoundsAndGivesTheBestFit) {
   EXPECT_EQ(c.bytes(), 0u);
   std::set<void *> reused;
   for (int i = 0; i < 17; ++i) {
-    void *q = h.mallocAligned(16 * 4096, 4096, &fresh);
+    void *q = h.mallocAligned(kBlock, 4096, &fresh);
     EXPECT_FALSE(fresh) << "mapping " << i << " comes from the shared cache";
     reused.insert(q);
   }
-  void *q = h.mallocAligned(16 * 4096, 4096, &fresh);
+  void *q = h.mallocAligned(kBlock, 4096, &fresh);
   EXPECT_TRUE(fresh) << "exactly 17 were cached";
   reused.insert(q);
   EXPECT_EQ(reused.size(), 18u);

@@ -2,9 +2,10 @@
 // classes. Up to kFitMaxBlock they are cut from a FitRegion (address-
 // ordered best fit with coalescing, whole pages; their memory given back
 // after DEFERO_DECAY_MS); larger ones, and blocks aligned past a page, are
-// mappings of their own (MmapHeap, whose cache keeps freed mappings of up
-// to 4 MiB). One registry (MmapHeap's page map) records every live block's
-// length, so free and realloc find it with no lock.
+// mappings of their own (MmapHeap), and a freed mapping above kFitMaxBlock
+// is kept for DEFERO_DECAY_MS for the next request it holds (up to 4 of
+// them, 256 MiB). One registry (MmapHeap's page map) records every live
+// block's length, so free and realloc find it with no lock.
 //
 // Why a fit region: a mapping per block (as before) kept every size the
 // program freed in a cache of mappings (32 MiB of them counted in cc1plus's
@@ -62,6 +63,19 @@ public:
         return p;
       }
     }
+    if (bytes >= sz && bytes > kFitMaxBlock && align <= FitRegion::kPageBytes) {
+      if (void *p = takeKept(bytes)) {
+        if (!mmap_.adopt(p, bytes)) {
+          mmap_.release(p, bytes);
+          return nullptr;
+        }
+        if (fresh)
+          *fresh = false;
+        if (got)
+          *got = bytes;
+        return p;
+      }
+    }
     return mmap_.mallocAligned(sz, align, fresh, got);
   }
 
@@ -75,6 +89,8 @@ public:
   void release(void *p, std::size_t bytes) {
     if (region_.contains(p))
       give(p, bytes);
+    else if (bytes > kFitMaxBlock)
+      keep(p, bytes);
     else
       mmap_.release(p, bytes);
   }
@@ -118,8 +134,11 @@ public:
   /// free run's with `all`, unless the delay is `never`).
   void decay(bool all) {
     std::lock_guard<SpinLock> guard(lock_);
-    if (all && g_decay_ms != ~std::uint32_t{0})
+    if (all && g_decay_ms != ~std::uint32_t{0}) {
       region_.decay(os::now_ms(), 0, true);
+      while (kept_n_)
+        dropKept(0);
+    }
     decayLocked();
   }
 
@@ -140,15 +159,76 @@ private:
     decayLocked();
   }
   void decayLocked() {
-    if (g_decay_ms != ~std::uint32_t{0})
-      region_.decay(os::now_ms(), g_decay_ms, false);
+    if (g_decay_ms != ~std::uint32_t{0}) {
+      const std::uint32_t now = os::now_ms();
+      region_.decay(now, g_decay_ms, false);
+      while (kept_n_ && now - kept_[0].stamp >= g_decay_ms)
+        dropKept(0);
+    }
     noteLocked();
+  }
+
+  // Freed mappings above kFitMaxBlock, kept for DEFERO_DECAY_MS (oldest
+  // first; at most kKept of them, kKeptBytes in all) and handed to the next
+  // request they hold, their tail past it unmapped: a program that makes
+  // and drops big buffers does not fault their pages in every time.
+  struct Kept {
+    void *p;
+    std::size_t bytes;
+    std::uint32_t stamp;
+  };
+  static constexpr unsigned kKept = 4;
+  static constexpr std::size_t kKeptBytes = std::size_t{256} << 20;
+
+  void keep(void *p, std::size_t bytes) {
+    if (g_decay_ms == 0 || g_decay_ms == ~std::uint32_t{0} || bytes > kKeptBytes) {
+      mmap_.release(p, bytes); // (`never` keeps no mapping: it would be for good)
+      return;
+    }
+    std::lock_guard<SpinLock> guard(lock_);
+    while (kept_n_ == kKept || kept_bytes_ + bytes > kKeptBytes)
+      dropKept(0);
+    kept_[kept_n_++] = Kept{p, bytes, os::now_ms()};
+    kept_bytes_ += bytes;
+    decayLocked();
+  }
+  /// The smallest kept mapping that holds `bytes`, trimmed to it; nullptr
+  /// if none.
+  void *takeKept(std::size_t bytes) {
+    std::lock_guard<SpinLock> guard(lock_);
+    unsigned best = kKept;
+    for (unsigned i = 0; i < kept_n_; ++i)
+      if (kept_[i].bytes >= bytes && (best == kKept || kept_[i].bytes < kept_[best].bytes))
+        best = i;
+    if (best == kKept)
+      return nullptr;
+    const Kept k = kept_[best];
+    removeKept(best);
+    mmap_.trim(k.p, k.bytes, bytes);
+    noteLocked();
+    return k.p;
+  }
+  void dropKept(unsigned i) {
+    const Kept k = kept_[i];
+    removeKept(i);
+    mmap_.release(k.p, k.bytes);
+  }
+  void removeKept(unsigned i) {
+    kept_bytes_ -= kept_[i].bytes;
+    --kept_n_;
+    for (; i < kept_n_; ++i) // (age order kept)
+      kept_[i] = kept_[i + 1];
   }
   void noteLocked() {
     region_held_.store(region_.topBytes() - region_.releasedBytes(), std::memory_order_relaxed);
     region_released_.store(region_.releasedBytes(), std::memory_order_relaxed);
     std::uint32_t stamp, due = ~std::uint32_t{0};
-    if (g_decay_ms != ~std::uint32_t{0} && region_.oldestResident(stamp)) {
+    bool any = region_.oldestResident(stamp);
+    if (kept_n_ && (!any || static_cast<std::int32_t>(kept_[0].stamp - stamp) < 0)) {
+      stamp = kept_[0].stamp;
+      any = true;
+    }
+    if (g_decay_ms != ~std::uint32_t{0} && any) {
       due = stamp + g_decay_ms;
       if (due == ~std::uint32_t{0})
         due = 0;
@@ -156,8 +236,11 @@ private:
     g_large_due.store(due, std::memory_order_relaxed);
   }
 
-  SpinLock lock_; ///< the fit region
+  SpinLock lock_; ///< the fit region and the kept mappings
   FitRegion region_;
+  Kept kept_[kKept] = {};
+  unsigned kept_n_ = 0;
+  std::size_t kept_bytes_ = 0;
   std::atomic<std::size_t> region_held_{0}, region_released_{0};
   MmapHeap mmap_;
 };
