@@ -92,13 +92,20 @@ TEST(FitRegion, OnlyPagesNeverHandedOutAreFresh) {
   EXPECT_FALSE(fresh);
 }
 
+/// A block of `pages` written and given back at `now`, a live page above it
+/// (so that it stays a run of its own); nullptr if the region failed.
+char *writtenAndFreed(FitRegion &r, std::size_t pages, std::uint32_t now) {
+  auto *p = static_cast<char *>(take(r, pages));
+  if (!p || !take(r, 1))
+    return nullptr;
+  std::memset(p, 1, pages * kPage);
+  return r.give(p, pages * kPage, now) ? p : nullptr;
+}
+
 TEST(FitRegion, ARunsMemoryGoesBackAfterTheDelayAndNotBefore) {
   FitRegion r;
-  auto *p = static_cast<char *>(take(r, 64));
-  void *guard = take(r, 1);
-  ASSERT_TRUE(p && guard);
-  std::memset(p, 1, 64 * kPage);
-  ASSERT_TRUE(r.give(p, 64 * kPage, 1000));
+  char *p = writtenAndFreed(r, 64, 1000);
+  ASSERT_NE(p, nullptr);
   std::uint32_t stamp = 0;
   ASSERT_TRUE(r.oldestResident(stamp));
   EXPECT_EQ(stamp, 1000u);
@@ -118,11 +125,8 @@ TEST(FitRegion, ARunsMemoryGoesBackAfterTheDelayAndNotBefore) {
 
 TEST(FitRegion, AllGivesBackEveryResidentRunWhateverItsAge) {
   FitRegion r;
-  auto *p = static_cast<char *>(take(r, 8));
-  void *guard = take(r, 1);
-  ASSERT_TRUE(p && guard);
-  std::memset(p, 1, 8 * kPage);
-  ASSERT_TRUE(r.give(p, 8 * kPage, 5000));
+  char *p = writtenAndFreed(r, 8, 5000);
+  ASSERT_NE(p, nullptr);
   r.decay(5000, 100, true);
   EXPECT_EQ(residentPages(p, 8 * kPage), 0u);
   EXPECT_EQ(r.releasedBytes(), 8 * kPage);
