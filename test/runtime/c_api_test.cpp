@@ -785,6 +785,14 @@ TEST(CApiSpans, ASizeShiftReusesTheSpansTheLastSizeEmptied) {
     defero_free(p);
 }
 
+/// Whether this process runs with the environment variable `var` set to
+/// `value` (the suites that need one run in a process of their own, with
+/// ctest setting it; elsewhere they skip).
+bool runsWith(const char *var, const char *value) {
+  const char *v = std::getenv(var);
+  return v && std::strcmp(v, value) == 0;
+}
+
 // Pages of the 64 KiB spans holding these blocks that are resident now
 // (mincore).
 std::size_t residentPagesOf(const std::vector<std::uintptr_t> &spans) {
@@ -1061,8 +1069,7 @@ TEST(CApiLarge, AFreedBigMappingIsKeptForTheNextRequestItHolds) {
 // than the ceiling, an emptied span's memory goes back at once, though no
 // delay ever would.
 TEST(CApiCeiling, AboveTheCeilingEmptiedSpansGiveTheirMemoryBackAtOnce) {
-  const char *v = std::getenv("DEFERO_MAX_RESIDENT");
-  if (!v || std::strcmp(v, "1M") != 0)
+  if (!runsWith("DEFERO_MAX_RESIDENT", "1M"))
     GTEST_SKIP() << "runs with DEFERO_MAX_RESIDENT=1M (ctest sets it)";
   const std::vector<std::uintptr_t> spans = fillAndFree48();
   const std::size_t pages = spans.size() * 16;
@@ -1073,8 +1080,7 @@ TEST(CApiCeiling, AboveTheCeilingEmptiedSpansGiveTheirMemoryBackAtOnce) {
 
 // DEFERO_DECAY_MS=0: a freed mapping above 32 MiB is unmapped at once.
 TEST(CApiDecayNow, AFreedBigMappingIsUnmappedAtOnce) {
-  const char *v = std::getenv("DEFERO_DECAY_MS");
-  if (!v || std::strcmp(v, "0") != 0)
+  if (!runsWith("DEFERO_DECAY_MS", "0"))
     GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
   constexpr std::size_t kBig = std::size_t{40} << 20;
   auto *p = static_cast<char *>(defero_malloc(kBig));
@@ -1088,8 +1094,7 @@ TEST(CApiDecayNow, AFreedBigMappingIsUnmappedAtOnce) {
 // DEFERO_DECAY_MS=0 (its own process): a large block's memory goes back
 // as soon as it is freed (the region keeps the address range).
 TEST(CApiDecayNow, AFreedLargeBlockGivesItsMemoryBackAtOnce) {
-  const char *v = std::getenv("DEFERO_DECAY_MS");
-  if (!v || std::strcmp(v, "0") != 0)
+  if (!runsWith("DEFERO_DECAY_MS", "0"))
     GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
   constexpr std::size_t kSize = 2 << 20;
   auto *p = static_cast<char *>(defero_malloc(kSize));
@@ -1111,8 +1116,7 @@ TEST(CApiDecayNow, AFreedLargeBlockGivesItsMemoryBackAtOnce) {
 // DEFERO_DECAY_MS=0 (its own process: see CMakeLists.txt): a span's memory
 // goes back as soon as it empties.
 TEST(CApiDecayNow, AnEmptiedSpanGivesItsMemoryBackAtOnce) {
-  const char *v = std::getenv("DEFERO_DECAY_MS");
-  if (!v || std::strcmp(v, "0") != 0)
+  if (!runsWith("DEFERO_DECAY_MS", "0"))
     GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
   const std::vector<std::uintptr_t> spans = fillAndFree48();
   const std::size_t pages = spans.size() * 16;
