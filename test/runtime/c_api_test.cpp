@@ -1064,6 +1064,17 @@ TEST(CApiLarge, AFreedBigMappingIsKeptForTheNextRequestItHolds) {
   defero_free(q);
 }
 
+// Fills spans of 48-byte blocks and frees them all: at most 1/divisor of
+// their pages may stay resident, and at least `released` bytes are
+// counted as given back.
+void expectEmptiedSpansGoBack(std::size_t divisor, long long released) {
+  const std::vector<std::uintptr_t> spans = fillAndFree48();
+  const std::size_t pages = spans.size() * 16;
+  const std::size_t after = residentPagesOf(spans);
+  EXPECT_LE(after, pages / divisor) << after << " of " << pages << " pages still resident";
+  EXPECT_GE(releasedBytes(), released);
+}
+
 // A footprint ceiling (its own process, DEFERO_DECAY_MS=never and
 // DEFERO_MAX_RESIDENT=1M: see CMakeLists.txt): while the heap holds more
 // than the ceiling, an emptied span's memory goes back at once, though no
@@ -1071,11 +1082,7 @@ TEST(CApiLarge, AFreedBigMappingIsKeptForTheNextRequestItHolds) {
 TEST(CApiCeiling, AboveTheCeilingEmptiedSpansGiveTheirMemoryBackAtOnce) {
   if (!runsWith("DEFERO_MAX_RESIDENT", "1M"))
     GTEST_SKIP() << "runs with DEFERO_MAX_RESIDENT=1M (ctest sets it)";
-  const std::vector<std::uintptr_t> spans = fillAndFree48();
-  const std::size_t pages = spans.size() * 16;
-  const std::size_t after = residentPagesOf(spans);
-  EXPECT_LE(after, pages / 2) << after << " of " << pages << " pages still resident";
-  EXPECT_GE(releasedBytes(), 3 << 19);
+  expectEmptiedSpansGoBack(2, 3 << 19);
 }
 
 // DEFERO_DECAY_MS=0: a freed mapping above 32 MiB is unmapped at once.
@@ -1118,11 +1125,7 @@ TEST(CApiDecayNow, AFreedLargeBlockGivesItsMemoryBackAtOnce) {
 TEST(CApiDecayNow, AnEmptiedSpanGivesItsMemoryBackAtOnce) {
   if (!runsWith("DEFERO_DECAY_MS", "0"))
     GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
-  const std::vector<std::uintptr_t> spans = fillAndFree48();
-  const std::size_t pages = spans.size() * 16;
-  const std::size_t after = residentPagesOf(spans);
-  EXPECT_LE(after, pages / 4) << after << " of " << pages << " pages still resident";
-  EXPECT_GE(releasedBytes(), 1 << 20);
+  expectEmptiedSpansGoBack(4, 1 << 20);
 }
 
 // A list this thread holds no run for (a new one, or one the container
