@@ -24,6 +24,7 @@ void ProcessHeap::forkPrepare() {
   trace_.lockLog();
   heaps_lock_.lock();
   PageArena::get().lockAll();
+  pages::MidArena::get().lockArena();
   large_.lockHeap();
 }
 
@@ -55,6 +56,7 @@ void ProcessHeap::forkChild() {
 /// Releases what forkPrepare took, in the reverse order.
 void ProcessHeap::unlockAfterFork(bool child) {
   large_.unlockHeap();
+  pages::MidArena::get().unlockArena();
   PageArena::get().unlockAll();
   heaps_lock_.unlock();
   trace_.unlockLog();

@@ -31,6 +31,7 @@ namespace {
 // double free and a foreign pointer look alike there.
 constexpr const char *kNotLive =
     "not a live block of this heap (never allocated here, or already freed)";
+constexpr const char *kDoubleFree = "double free (block is already free)";
 
 } // namespace
 
@@ -123,6 +124,8 @@ void ProcessHeap::sweepOrphans() {
   const std::uint32_t now = os::now_ms();
   for (LocalHeap *o = orphans_; o; o = o->next_orphan) {
     o->collectRemote();
+    o->mid.collect();
+    o->mid.flushAll();
     if (release)
       o->decay(now, true);
   }
@@ -146,6 +149,9 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
     *fresh = false;
   if (sz > kMaxSmall)
     return mallocLarge(h, sz, os::kPageBytes, fresh);
+  if (sz > kMidMin && !hint.kind)
+    if (void *p = mallocMid(h, sz))
+      return p;
   const unsigned cls = kbit::classOf(sz + kCanaryBytes);
   void *p = hint.kind ? hinted(h, sz, cls, hint) : h->malloc(cls);
   if (__builtin_expect(!p, 0)) // the small-object window is full
@@ -164,6 +170,54 @@ void *ProcessHeap::mallocHintedOpen(LocalHeap *h, std::size_t sz, const PendingH
     return mallocLarge(h, sz, os::kPageBytes, nullptr);
   finishSmall(h, p, cls);
   return p;
+}
+
+/// A block of 1-32 KiB by best fit from h's mid heap (nullptr: it has
+/// none or it is full; the size classes serve then).
+void *ProcessHeap::mallocMid(LocalHeap *h, std::size_t sz) {
+  std::size_t got;
+  void *p = h->mid.malloc(sz + kCanaryBytes, &got);
+  if (!p)
+    return nullptr;
+  armCanary(p, got);
+  // Blocks other threads freed for this heap's spans come home here too (a
+  // thread that now makes only middle-sized blocks never refills a class,
+  // and their spans would stay pinned); two loads when there are none.
+  h->collectRemote();
+  if (const std::size_t grown = h->mid.takeGrown())
+    h->releaseEmpty(grown);
+  if (__builtin_expect(h->mid.takeSwept(), 0)) // (the spans' and large blocks' decay)
+    h->decay(h->mid.now());
+  // Like the word caches' claims (the live peak's bound): taken from the
+  // region, not from the cache of freed blocks.
+  if (__builtin_expect(h->mid.regionTaken() >= LocalHeap::kPublishBytes, 0)) {
+    h->mid.resetRegionTaken();
+    h->publishLive();
+    noteFootprint();
+  }
+  traceMalloc(p, sz);
+  return p;
+}
+
+/// Frees p, a block of a mid heap's slice: by its owner into the heap's
+/// free runs, by any other thread onto the owner's remote list.
+void ProcessHeap::freeMid(LocalHeap *h, void *p, const char *call) {
+  pages::MidHeap *o = pages::MidArena::get().ownerOf(p);
+  const std::size_t bytes = o->usableSize(p);
+  if (bytes == 0)
+    os::fatal_pointer(call, p, o->freedAlready(p) ? kDoubleFree : kNotLive);
+  checkCanary(p, bytes, call);
+  if (h && &h->mid == o && tls.heap == h) {
+    o->free(p);
+    return;
+  }
+  if (!o->markFreed(p)) // (another thread freed it meanwhile)
+    os::fatal_pointer(call, p, kDoubleFree);
+  if (h)
+    h->mid.countFreeOfOther(bytes);
+  else
+    g_live.add(-static_cast<std::int64_t>(bytes - kCanaryBytes));
+  o->freeRemote(p); // (a double free is reported when the owner collects it)
 }
 
 void *ProcessHeap::mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align,
@@ -195,7 +249,7 @@ void *ProcessHeap::mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align,
 }
 
 void ProcessHeap::noteFootprint() {
-  const std::uint64_t fp = PageArena::get().usedBytes() + large_.mappedBytes();
+  const std::uint64_t fp = PageArena::get().usedBytes() + large_.mappedBytes() + midHeldBytes();
   std::uint64_t peak = peak_footprint_.load(std::memory_order_relaxed);
   while (fp > peak && !peak_footprint_.compare_exchange_weak(
                           peak, fp, std::memory_order_relaxed))
@@ -279,7 +333,7 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
       // A block on a free stack (any thread's) carries the mark; a live
       // block carries it only if the program wrote exactly that word.
       if (LocalHeap::marked(p))
-        os::fatal_pointer(call, p, "double free (block is already free)");
+        os::fatal_pointer(call, p, kDoubleFree);
       // (As free's fast path: onto the stack unless the owner frees a
       // placed span's block.)
       if (h && tls.fast == h && h->stackOpen(pg->cls) &&
@@ -302,6 +356,10 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
       h->count.frees[pg->cls].add(1);
     else
       g_live.add(-static_cast<std::int64_t>(pg->slot_bytes - kCanaryBytes));
+    return;
+  }
+  if (pages::MidArena::get().contains(p)) {
+    freeMid(h, p, call);
     return;
   }
   noteFootprint(); // the peak may be now, just before this block goes
@@ -368,6 +426,18 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
         trace_.onRealloc(p, p, sz);
       return p;
     }
+  } else if (pages::MidArena::get().contains(p)) {
+    old = pages::MidArena::get().ownerOf(p)->usableSize(p);
+    if (old == 0)
+      os::fatal_pointer(call, p, kNotLive);
+    checkCanary(p, old, call);
+    old -= kCanaryBytes;
+    // A smaller request that still needs more than half the block: keep it.
+    if (sz <= old && sz > old / 2) {
+      if (trace_.enabled())
+        trace_.onRealloc(p, p, sz);
+      return p;
+    }
   } else {
     old = large_.getSize(p);
     if (old == 0)
@@ -411,6 +481,10 @@ std::size_t ProcessHeap::usableSize(const void *p) {
     if (pg->owner == tls.heap && tls.heap->isFree(pg, i))
       return 0;
     return pg->slot_bytes - kCanaryBytes;
+  }
+  if (pages::MidArena::get().contains(p)) {
+    const std::size_t bytes = pages::MidArena::get().ownerOf(p)->usableSize(p);
+    return bytes ? bytes - kCanaryBytes : 0;
   }
   return large_.getSize(p);
 }

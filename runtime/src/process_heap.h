@@ -4,7 +4,8 @@
 //
 //   small objects (<= 32 KiB): one LocalHeap per thread (pages/local_heap.h)
 //     over the PageArena window; no lock, no atomic read-modify-write on
-//     the owner's malloc and free
+//     the owner's malloc and free; its requests above 4 KiB (not aligned,
+//     not hinted) by best fit from the heap's MidHeap (pages/mid_heap.h)
 //   large objects: LargeHeap (pages/large_heap.h: address-ordered best
 //     fit with coalescing in a region of their own up to 32 MiB, mappings
 //     above; a lock-free registry; a per-thread cache of freed blocks in
@@ -92,6 +93,11 @@ inline constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
 /// the class).
 inline constexpr std::size_t kMaxFast = kbit::kSmallTableMax - kCanaryBytes;
 
+
+/// Requests above this size and up to kMaxSmall come from the thread's mid
+/// heap (best fit with coalescing, mid_heap.h) when it can serve them;
+/// smaller ones, and aligned ones, from the size classes.
+inline constexpr std::size_t kMidMin = 4096 - kCanaryBytes;
 
 /// A heap that is never used: its word caches stay empty (so malloc's fast
 /// path misses to mallocRefill, which sends it to the full path) and no
@@ -528,6 +534,14 @@ public:
 
 private:
   void *mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align, bool *fresh);
+  void *mallocMid(LocalHeap *h, std::size_t sz);
+  void freeMid(LocalHeap *h, void *p, const char *call);
+  /// Bytes the mid heaps hold from the OS (slices handed out, less their
+  /// free runs given back).
+  static std::int64_t midHeldBytes() {
+    return pages::g_mid_top.load(std::memory_order_relaxed) -
+           pages::g_mid_released.load(std::memory_order_relaxed);
+  }
   void *hinted(LocalHeap *h, std::size_t sz, unsigned cls, const PendingHint &hint);
   LocalHeap *attachHeap();
   void unlockAfterFork(bool child);

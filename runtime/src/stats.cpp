@@ -60,7 +60,8 @@ std::size_t ProcessHeap::formatStats(char *buf, std::size_t cap) {
       static_cast<unsigned long long>(large_.mappedBytes()),
       static_cast<unsigned long long>(registry_.policies()), own,
       released + static_cast<long long>(large_.releasedBytes()),
-      static_cast<long long>(PageArena::get().usedBytes() + large_.mappedBytes()) - released,
+      static_cast<long long>(PageArena::get().usedBytes() + large_.mappedBytes()) +
+          static_cast<long long>(pages::g_mid_top.load(std::memory_order_relaxed)) - released,
       kCanaryBytes ? "true" : "false");
   if (n < 0)
     return 0;

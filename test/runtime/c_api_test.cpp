@@ -1355,3 +1355,104 @@ TEST(CApiPolicy, StatsCountPoliciesAndTheAllocationsTheyServed) {
   defero_free(a);
   defero_free(b);
 }
+
+// --- middle-sized blocks (4-32 KiB): the thread's best-fit heap ------------
+
+// Freed middle-sized blocks wait in the thread's cache (by length) and go
+// back to its region within a few thousand calls when nothing asks for
+// their length; there they merge with their free neighbours, and a request
+// of another size takes the merged run. Before, each size class kept its
+// own high-water mark. Its own process (CApiFreshHeap): a region with no
+// free run yet.
+TEST(CApiFreshHeap, IdleMiddleSizedBlocksMergeAndServeARequestOfAnotherSize) {
+  auto *a = static_cast<char *>(defero_malloc(6000));  // 24 units of 256 B
+  auto *b = static_cast<char *>(defero_malloc(10000)); // 40 units
+  void *guard = defero_malloc(5000);
+  ASSERT_TRUE(a && b && guard);
+  ASSERT_EQ(b, a + 6144) << "the mid heap hands out neighbouring blocks";
+  std::memset(a, 1, 6000);
+  std::memset(b, 2, 10000);
+  defero_free(a);
+  defero_free(b);
+  // Another length, again and again: the cache's sweeps find a and b idle.
+  for (int i = 0; i < 20000; ++i) {
+    void *t = defero_malloc(20000);
+    ASSERT_NE(t, nullptr);
+    static_cast<char *>(t)[0] = 1;
+    defero_free(t);
+  }
+  auto *c = static_cast<char *>(defero_malloc(16000)); // 63 units: a and b's joint run
+  EXPECT_EQ(c, a) << "the two freed blocks did not merge to serve one request";
+  ASSERT_GE(defero_usable_size(c), 16000u);
+  std::memset(c, 3, 16000);
+  defero_free(c);
+  defero_free(guard);
+}
+
+// A middle-sized block freed by another thread goes home to its owner's
+// heap (its lock-free list), which takes it back before its next region
+// take: the owner's next requests of that length get it again.
+TEST(CApiMid, ABlockFreedByAnotherThreadGoesHomeToItsOwner) {
+  constexpr std::size_t kSize = 12000;
+  auto *p = static_cast<char *>(defero_malloc(kSize));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 5, kSize);
+  std::thread([p] { defero_free(p); }).join();
+  void *q1 = defero_malloc(kSize), *q2 = defero_malloc(kSize);
+  ASSERT_TRUE(q1 && q2);
+  EXPECT_TRUE(q1 == p || q2 == p) << "the block another thread freed did not come home";
+  defero_free(q1);
+  defero_free(q2);
+}
+
+// Misuse of a middle-sized block is a one-line error: a second free (by
+// its owner, or by another thread while the first is on its way home), a
+// pointer inside it.
+TEST(CApiMidDeathTest, MisuseIsReported) {
+  auto *p = static_cast<char *>(defero_malloc(8000));
+  defero_free(p);
+  EXPECT_DEATH(defero_free(p), test::fatalLine("defero_free", p, test::kDoubleFree));
+  auto *q = static_cast<char *>(defero_malloc(8000));
+  EXPECT_DEATH(
+      {
+        std::thread([q] {
+          defero_free(q);
+          defero_free(q);
+        }).join();
+      },
+      test::fatalLine("defero_free", q, test::kDoubleFree));
+  EXPECT_DEATH(defero_free(q + 256),
+               test::fatalLine("defero_free", q + 256, "not a live block of this heap[^\n]*"));
+  EXPECT_DEATH(defero_free(q + 16),
+               test::fatalLine("defero_free", q + 16, "not a live block of this heap[^\n]*"));
+  EXPECT_EQ(defero_usable_size(q + 256), 0u);
+  defero_free(q);
+}
+
+// DEFERO_DECAY_MS=0 (its own process): the memory of middle-sized blocks
+// freed and idle goes back to the OS at the heap's next sweep.
+TEST(CApiDecayNow, IdleMiddleSizedBlocksGiveTheirMemoryBack) {
+  if (!runsWith("DEFERO_DECAY_MS", "0"))
+    GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
+  constexpr std::size_t kSize = 16384, kBlocks = 256; // 4 MiB: past the 256 KiB cache
+  std::vector<char *> blocks;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<char *>(defero_malloc(kSize)));
+    ASSERT_NE(blocks.back(), nullptr);
+    std::memset(blocks.back(), 1, kSize);
+  }
+  const long long before = releasedBytes();
+  for (char *b : blocks)
+    defero_free(b);
+  for (int i = 0; i < 10000; ++i) // (calls of another length: sweeps)
+    defero_free(defero_malloc(9000));
+  std::vector<unsigned char> vec(kSize / 4096);
+  std::size_t resident = 0;
+  for (char *b : blocks) {
+    ASSERT_EQ(mincore(b, kSize, vec.data()), 0);
+    for (unsigned char c : vec)
+      resident += c & 1;
+  }
+  EXPECT_LE(resident, kBlocks * kSize / 4096 / 4) << "pages of freed middle-sized blocks still resident";
+  EXPECT_GE(releasedBytes(), before + static_cast<long long>(kBlocks * kSize / 2));
+}

@@ -1,6 +1,7 @@
-// fit_region_test.cpp - FitRegion (heaplayers/top/fit_region.h): address-
-// ordered best fit with coalescing over whole pages, and its free runs'
-// memory given back after a delay.
+// fit_region_test.cpp - BasicFitRegion (heaplayers/top/fit_region.h) as
+// FitRegion (4 KiB pages) and as MidHeap's region (256-byte units in a
+// range it adopts): address-ordered best fit with coalescing over whole
+// units, and free runs' memory given back after a delay.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -225,6 +226,112 @@ TEST(FitRegion, RandomTakesAndGivesKeepBlocksApartAndTheAccountsExact) {
   }
   for (auto &[a, pages] : live)
     ASSERT_TRUE(check(a, pages));
+}
+
+
+
+// --- a region of 256-byte units in a range its user reserved (MidHeap's) ---
+
+using MidRegion = defero::BasicFitRegion<256, 128, false>;
+constexpr std::size_t kUnit = MidRegion::kPageBytes;
+
+/// A 16 MiB range for a MidRegion (unmapped when the test ends).
+struct Adopted {
+  Adopted() {
+    base = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                -1, 0);
+    ok = base != MAP_FAILED && r.adopt(base, kBytes / kUnit);
+  }
+  ~Adopted() {
+    if (base != MAP_FAILED)
+      munmap(base, kBytes);
+  }
+  static constexpr std::size_t kBytes = std::size_t{16} << 20;
+  void *base;
+  MidRegion r;
+  bool ok = false;
+};
+
+TEST(MidRegion, LiveTagsNameABlocksLengthUntilItIsGivenBack) {
+  Adopted a;
+  ASSERT_TRUE(a.ok);
+  EXPECT_FALSE(a.r.adopt(a.base, 16)) << "a region in use adopted a second range";
+  bool fresh = false;
+  void *p = a.r.take(24 * kUnit, fresh);
+  ASSERT_EQ(p, a.base);
+  EXPECT_TRUE(fresh);
+  a.r.markLive(p, 24 * kUnit);
+  EXPECT_EQ(a.r.liveUnits(p), 24u);
+  EXPECT_TRUE(a.r.unitStart(p));
+  EXPECT_FALSE(a.r.unitStart(static_cast<char *>(p) + 16));
+  EXPECT_EQ(a.r.liveUnits(static_cast<char *>(p) + kUnit), 0u) << "inside a block is no block";
+  // The caller's bit: set once, seen as set the second time.
+  EXPECT_EQ(a.r.orTag(p, MidRegion::kCached) & MidRegion::kCached, 0u);
+  EXPECT_NE(a.r.orTag(p, MidRegion::kCached) & MidRegion::kCached, 0u);
+  void *guard = a.r.take(kUnit, fresh);
+  ASSERT_TRUE(a.r.give(p, 24 * kUnit, 0));
+  EXPECT_EQ(a.r.liveUnits(p), 0u) << "a given-back block still has its live tag";
+  // Its run merges with nothing live: a request of its length takes it.
+  EXPECT_EQ(a.r.take(24 * kUnit, fresh), p);
+  (void)guard;
+}
+
+TEST(MidRegion, AnExactBinGivesItsNewestRun) {
+  Adopted a;
+  ASSERT_TRUE(a.ok);
+  bool fresh;
+  std::vector<void *> b;
+  for (int i = 0; i < 6; ++i)
+    b.push_back(a.r.take((i % 2 ? 1 : 4) * kUnit, fresh)); // 4-unit blocks apart
+  ASSERT_TRUE(a.r.give(b[0], 4 * kUnit, 0));
+  ASSERT_TRUE(a.r.give(b[2], 4 * kUnit, 0));
+  ASSERT_TRUE(a.r.give(b[4], 4 * kUnit, 0));
+  EXPECT_EQ(a.r.take(4 * kUnit, fresh), b[4]) << "not the run given back last";
+  EXPECT_EQ(a.r.take(3 * kUnit, fresh), b[2]) << "a shorter request: the next bin up";
+}
+
+TEST(MidRegion, MemoryGoesBackOnlyForOsPagesARunCoversWhole) {
+  Adopted a;
+  ASSERT_TRUE(a.ok);
+  bool fresh;
+  // [live 1 unit][free 40 units][live 1 unit]: the free run starts 256 B
+  // into a page; its whole pages go back, the live bytes beside stay.
+  auto *lo = static_cast<char *>(a.r.take(kUnit, fresh));
+  auto *mid = static_cast<char *>(a.r.take(40 * kUnit, fresh));
+  auto *hi = static_cast<char *>(a.r.take(kUnit, fresh));
+  std::memset(lo, 0x11, kUnit);
+  std::memset(mid, 0x22, 40 * kUnit);
+  std::memset(hi, 0x33, kUnit);
+  ASSERT_TRUE(a.r.give(mid, 40 * kUnit, 0));
+  a.r.decay(10, 0, true);
+  // Units 1..40: bytes 256..10495; the pages 4096..8191 are covered whole.
+  const std::size_t released = a.r.releasedBytes();
+  EXPECT_EQ(released, 4096u) << "pages given back";
+  EXPECT_EQ(residentPages(static_cast<char *>(a.base) + 4096, 4096), 0u);
+  for (std::size_t i = 0; i < kUnit; ++i) {
+    ASSERT_EQ(lo[i], 0x11) << "the live block below lost byte " << i;
+    ASSERT_EQ(hi[i], 0x33) << "the live block above lost byte " << i;
+  }
+  EXPECT_EQ(mid[0], 0x22) << "a partly covered page was given back";
+}
+
+TEST(MidRegion, ReleaseOldestStopsOnceEnoughIsBack) {
+  Adopted a;
+  ASSERT_TRUE(a.ok);
+  bool fresh;
+  std::vector<char *> runs;
+  for (int i = 0; i < 4; ++i) {
+    runs.push_back(static_cast<char *>(a.r.take(64 * kUnit, fresh))); // 16 KiB, page-aligned
+    a.r.take(16 * kUnit, fresh);                                       // a live page between
+  }
+  for (int i = 0; i < 4; ++i) {
+    std::memset(runs[i], 1, 64 * kUnit);
+    ASSERT_TRUE(a.r.give(runs[i], 64 * kUnit, static_cast<std::uint32_t>(i)));
+  }
+  a.r.releaseOldest(20000); // more than one run, less than two
+  EXPECT_EQ(a.r.releasedBytes(), 2 * 64 * kUnit);
+  EXPECT_EQ(residentPages(runs[0], 64 * kUnit), 0u) << "the oldest run is still resident";
+  EXPECT_EQ(residentPages(runs[3], 64 * kUnit), 64 * kUnit / kPage) << "the newest run went back too";
 }
 
 } // namespace

@@ -195,6 +195,40 @@ TEST(GlibcSemantics, ReallocResizesALargeBlockInPlaceWhenItCan) {
   std::free(r);
 }
 
+// realloc of a middle-sized block (4-32 KiB: the thread's best-fit heap)
+// keeps its contents, growing and shrinking, and its usable size covers
+// every request; calloc of one is zeroed though its memory was used.
+TEST(GlibcSemantics, ReallocAndCallocOfMiddleSizedBlocks) {
+  auto *p = static_cast<unsigned char *>(std::malloc(5000));
+  ASSERT_NE(p, nullptr);
+  EXPECT_GE(malloc_usable_size(p), 5000u);
+  for (int i = 0; i < 5000; ++i)
+    p[i] = static_cast<unsigned char>(i * 7);
+  p = static_cast<unsigned char *>(std::realloc(p, 30000));
+  ASSERT_NE(p, nullptr);
+  EXPECT_GE(malloc_usable_size(p), 30000u);
+  for (int i = 0; i < 5000; ++i)
+    ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << "byte " << i << " after growing";
+  p = static_cast<unsigned char *>(std::realloc(p, 12000));
+  ASSERT_NE(p, nullptr);
+  for (int i = 0; i < 5000; ++i)
+    ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << "byte " << i << " after shrinking";
+  p = static_cast<unsigned char *>(std::realloc(p, 2000));
+  ASSERT_NE(p, nullptr);
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << "byte " << i << " after shrinking";
+  std::free(p);
+  void *d = std::malloc(9000);
+  ASSERT_NE(d, nullptr);
+  touch(d, 9000, 0x77);
+  std::free(d);
+  auto *z = static_cast<unsigned char *>(std::calloc(1, 9000));
+  ASSERT_NE(z, nullptr);
+  for (int i = 0; i < 9000; ++i)
+    ASSERT_EQ(z[i], 0) << "calloc left byte " << i << " set";
+  std::free(z);
+}
+
 TEST(GlibcSemantics, CallocOverflow) {
   errno = 0;
   EXPECT_EQ(std::calloc(opaque(SIZE_MAX / 2), 3), nullptr);

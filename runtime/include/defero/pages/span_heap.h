@@ -25,90 +25,13 @@
 #include <cstdint>
 
 #include "defero/kbit/size_classes.h"
+#include "defero/pages/counters.h"
+#include "defero/pages/mid_heap.h"
 #include "defero/pages/page_arena.h"
 #include "defero/pages/slot_page.h"
 #include "defero/platform/os.h"
 
 namespace defero::pages {
-
-/// A counter written only by its heap's owner: an add is one instruction
-/// with no lock prefix (a plain add to memory on x86-64: an aligned 8-byte
-/// store is atomic there, so a reader sees the old value or the new one);
-/// any thread may read it.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define DEFERO_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define DEFERO_TSAN 1
-#endif
-
-class OwnerCounter {
-public:
-  void add(std::uint64_t n) {
-#if defined(__x86_64__) && !defined(DEFERO_TSAN)
-    asm("addq %1, %0" : "+m"(v_) : "er"(n));
-#else
-    __atomic_store_n(&v_, __atomic_load_n(&v_, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-#endif
-  }
-  std::uint64_t get() const { return __atomic_load_n(&v_, __ATOMIC_RELAXED); }
-
-private:
-  std::uint64_t v_ = 0; // written by the asm (or __atomic_store_n), read atomically
-};
-
-/// The process's live bytes as the heaps publish them, and the peak. A heap
-/// publishes once its word caches have claimed 256 KiB since it last did
-/// (WordCacheLayer::kPublishBytes), when its thread exits, and when
-/// statistics are read, so the peak misses at most, per thread, 256 KiB plus
-/// the blocks it placed by hints or took back from its free stacks since
-/// (a stack holds at most 64 KiB), less the frees since.
-struct LiveTotals {
-  std::atomic<std::int64_t> live{0}, peak{0};
-  std::size_t canary = 0; ///< bytes of each slot that are not the block's
-
-  /// Adds delta (which may be negative) and raises the peak.
-  void add(std::int64_t delta) {
-    if (delta == 0)
-      return;
-    const std::int64_t now = live.fetch_add(delta, std::memory_order_relaxed) + delta;
-    raise(now);
-  }
-  void raise(std::int64_t now) {
-    std::int64_t p = peak.load(std::memory_order_relaxed);
-    while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed))
-      ;
-  }
-};
-
-/// How long an Empty span keeps its memory before it goes back to the OS,
-/// in milliseconds (DEFERO_DECAY_MS; 0: at once; ~0u: never). Set once,
-/// before the first heap exists.
-inline std::uint32_t g_decay_ms = 100;
-/// The footprint ceiling (DEFERO_MAX_RESIDENT): while the small-object
-/// heap holds more than this many bytes of spans (PageArena::usedBytes
-/// less g_released), empty spans' memory goes back at once. ~0: none.
-inline std::uint64_t g_max_resident = ~std::uint64_t{0};
-/// Bytes of spans whose memory is back with the OS, every heap's (changed
-/// on the slow paths only).
-inline std::atomic<std::int64_t> g_released{0};
-/// When the large heap's oldest resident free run is due to go back to
-/// the OS (ms, os::now_ms's clock; ~0: none is), and what gives it back:
-/// the small heaps' decay, which runs on their slow paths, calls it when
-/// due, so the large blocks' memory goes back while a program makes only
-/// small allocations (LargeHeap sets both).
-inline std::atomic<std::uint32_t> g_large_due{~std::uint32_t{0}};
-inline void (*g_large_decay)() = nullptr;
-/// Whether the small-object heap holds more than the ceiling.
-inline bool overCeiling() {
-  if (__builtin_expect(g_max_resident == ~std::uint64_t{0}, 1))
-    return false;
-  const std::int64_t held = static_cast<std::int64_t>(PageArena::get().usedBytes()) -
-                            g_released.load(std::memory_order_relaxed);
-  return held > static_cast<std::int64_t>(g_max_resident);
-}
 
 class SpanHeap {
 public:
@@ -122,6 +45,9 @@ public:
   }
   SpanHeap(const SpanHeap &) = delete;
   SpanHeap &operator=(const SpanHeap &) = delete;
+
+  /// The blocks of 1-32 KiB this heap serves by best fit (mid_heap.h).
+  MidHeap mid;
 
   /// The Current span of class cls (kNoRoom before the class's first use).
   SlotPage *current(unsigned cls) const { return cur_[cls]; }
@@ -345,20 +271,20 @@ public:
     for (unsigned c = 0; c < kClasses; ++c)
       live += static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get()) *
               static_cast<std::int64_t>(kbit::kClassBytes[c] - canary);
-    return live;
+    return live + mid.liveBytes() - static_cast<std::int64_t>(mid.liveBlocks() * canary);
   }
   /// Small allocations and frees counted by this heap.
   std::uint64_t smallAllocs() const {
     std::uint64_t n = 0;
     for (unsigned c = 0; c < kClasses; ++c)
       n += allocsOf(c);
-    return n;
+    return n + mid.allocs();
   }
   std::uint64_t smallFrees() const {
     std::uint64_t n = 0;
     for (const auto &c : count.frees)
       n += c.get();
-    return n;
+    return n + mid.frees();
   }
   /// Adds this heap's change of live bytes since its last call to the
   /// process total (the owner, or anyone while the heap has no thread);
@@ -460,6 +386,7 @@ public:
         return pg;
       }
     }
+    mid.releaseFree(PageArena::spanBytes(cls)); // (likewise, the other way)
     return PageArena::get().carve(cls, this);
   }
 
@@ -580,6 +507,7 @@ public:
   /// of meanwhile is left resident. With `all` (a heap whose thread has
   /// exited, unless the delay is `never`), every resident Empty span goes.
   void decay(std::uint32_t now, bool all = false) {
+    mid.decay(now, g_decay_ms, all || overCeiling());
     const std::uint32_t large_due = g_large_due.load(std::memory_order_relaxed);
     if (__builtin_expect(large_due != ~std::uint32_t{0}, 0) &&
         static_cast<std::int32_t>(now - large_due) >= 0 && g_large_decay)
@@ -587,19 +515,42 @@ public:
     while (SlotPage *pg = decay_tail_) {
       if (!all && now - pg->empty_ms < g_decay_ms && !overCeiling())
         return;
-      dequeue(pg);
-      if (pg->used != 0 || pg->state != SpanState::Empty)
-        continue;
-      const std::size_t bytes = PageArena::spanBytes(pg->cls);
-      os::discard(reinterpret_cast<void *>(pg->start), bytes);
-      pg->released = true;
-      count.released.add(bytes);
-      g_released.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+      releaseOldest();
     }
   }
+  /// Gives back the memory of this heap's oldest resident Empty spans, at
+  /// least `bytes` of it (or all there are): its mid heap is about to take
+  /// that much memory never used before, and one pool's free memory should
+  /// not stay resident while the other grows (a program whose sizes moved
+  /// from the classes to the mid heap would hold both).
+  void releaseEmpty(std::size_t bytes) {
+    while (bytes && decay_tail_) {
+      const std::size_t got = releaseOldest();
+      bytes -= got < bytes ? got : bytes;
+    }
+  }
+
+private:
+  /// The oldest span on the decay queue leaves it, its memory given back
+  /// if it is still Empty; the bytes given back.
+  std::size_t releaseOldest() {
+    SlotPage *pg = decay_tail_;
+    dequeue(pg);
+    if (pg->used != 0 || pg->state != SpanState::Empty)
+      return 0;
+    const std::size_t bytes = PageArena::spanBytes(pg->cls);
+    os::discard(reinterpret_cast<void *>(pg->start), bytes);
+    pg->released = true;
+    count.released.add(bytes);
+    g_released.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    return bytes;
+  }
+
+public:
   /// Bytes of this heap's spans whose memory is back with the OS.
   std::int64_t releasedBytes() const {
-    return static_cast<std::int64_t>(count.released.get() - count.refaulted.get());
+    return static_cast<std::int64_t>(count.released.get() - count.refaulted.get()) +
+           mid.releasedBytes();
   }
 
 protected:

@@ -1,6 +1,7 @@
-// fit_region.h - FitRegion: blocks of whole 4 KiB pages cut from one
-// reserved address range by address-ordered best fit, with coalescing, and
-// the memory of free runs given back to the OS after a delay.
+// fit_region.h - BasicFitRegion: blocks of whole units (4 KiB pages for
+// the large heap's FitRegion, 256 bytes for a thread's MidRegion) cut from
+// one address range by address-ordered best fit, with coalescing, and the
+// memory of free runs given back to the OS after a delay.
 //
 // Johnstone and Wilson (1998) measured best fit and address-ordered first
 // fit at about 1% fragmentation on real programs' traces, far below
@@ -10,32 +11,43 @@
 // the blocks too large for the size classes and not so large that a
 // mapping of their own is cheaper (LargeHeap): a program whose large
 // buffers change size reuses the memory of the old ones instead of
-// keeping a cache of mappings of every size it ever freed.
+// keeping a cache of mappings of every size it ever freed; and, at a
+// 256-byte unit in a range of its own per thread (mid_heap.h), for the
+// blocks of 1-32 KiB, whose size classes each kept their own high-water
+// mark.
 //
 // Bookkeeping lives out of band, so a free run's pages can be given back
 // (madvise) and a write to a freed block corrupts nothing: a record per
-// free run (first page, length, the bin list it is on, the queue of runs
-// whose memory is still resident), and two page-indexed tag tables naming
-// the run that starts and the run that ends at each page (boundary tags,
-// Knuth's, out of the blocks). Bins: one per length up to 64 pages, four
-// per doubling above, with a bitmap of the non-empty ones; a search scans
-// at most kScan runs of a bin. All tables are reserved sparse (NORESERVE)
-// and committed as they are touched.
+// free run (first unit, length, the bin list it is on, the queue of runs
+// whose memory is still resident), and two unit-indexed tag tables naming
+// the run that starts and the run that ends at each unit (boundary tags,
+// Knuth's, out of the blocks). A caller that does not record its blocks'
+// lengths elsewhere marks them live in the start tag (markLive/liveUnits:
+// the length, and a bit no record index has). Bins: one per length up to
+// ExactBins units, four per doubling above, with a bitmap of the non-empty
+// ones; a search scans at most kScan runs of a bin. All tables are
+// reserved sparse (NORESERVE) and committed as they are touched: with
+// 256-byte units, at most 8 bytes of tags per 256 where runs begin and
+// end.
 //
-// Memory return: a run freed (or grown by a merge) is stamped and joins a
-// queue; decay(now) gives back the memory of the runs that have been free
-// for `delay` ms (all of them with `all`), oldest first. A run keeps a
-// count of its pages that are back with the OS; a merge adds them up and
-// a block cut from a run takes its share (in proportion, rounded down: a
-// run does not know which of its pages those are), so releasedBytes() is
-// exact for runs given back whole and an estimate within one run's pages
+// Memory return: a run freed is stamped and joins a queue (a block that
+// merges into a longer resident run takes that run's age and place);
+// decay(now) gives back the memory of the runs that have been free for
+// `delay` ms (all of them with `all`), oldest first: the OS pages the
+// run covers whole (units smaller than a page: its partly covered pages at
+// either end stay, shared with live blocks). A run keeps a count of its
+// units that are back with the OS; a merge adds them up and a block cut
+// from a run takes its share (in proportion, rounded down: a run does not
+// know which of its units those are), so releasedBytes() is exact for
+// page-sized units and runs given back whole, an estimate within one
+// run's units otherwise.
+//
+// Guarantees: blocks are unit-aligned, whole units, inside the region; a
+// block cut from units never handed out before is zero-filled (`fresh`).
+// Not thread-safe: the caller (LargeHeap) holds a lock, or only one thread
+// calls it (MidHeap). If the region cannot be reserved (ulimit -v,
+// valgrind), take() returns nullptr and the caller serves blocks
 // otherwise.
-//
-// Guarantees: blocks are page-aligned, whole pages, inside the region; a
-// block cut from pages never handed out before is zero-filled (`fresh`).
-// Not thread-safe: the caller (LargeHeap) holds a lock. If the region
-// cannot be reserved (ulimit -v, valgrind), take() returns nullptr and the
-// caller maps blocks directly.
 #pragma once
 
 #include <cstddef>
@@ -45,19 +57,75 @@
 
 namespace defero {
 
-class FitRegion {
+/// UnitBytes: the block granule (a power of two, at least 16); ExactBins:
+/// run lengths up to this many units have a bin each (a power of two);
+/// LowestOfEqual: a request that an exact bin serves takes the lowest-
+/// addressed run of the first kScan there (else the bin's newest run: one
+/// record read instead of up to kScan, for regions whose takes are
+/// frequent).
+template <std::size_t UnitBytes, unsigned ExactBins, bool LowestOfEqual = true>
+class BasicFitRegion {
 public:
-  static constexpr std::size_t kPageBytes = 4096;
-  /// Pages the region spans at most (32 GiB); less if that cannot be
-  /// reserved (halved down to kMinPages).
+  /// The unit ("page") of the region.
+  static constexpr std::size_t kPageBytes = UnitBytes;
+  /// Units the region spans at most when it reserves its own range (32 GiB
+  /// of 4 KiB pages); less if that cannot be reserved (halved down to
+  /// kMinPages).
   static constexpr std::uint32_t kMaxPages = std::uint32_t{1} << 23;
-  static constexpr std::uint32_t kMinPages = std::uint32_t{1} << 16; // 256 MiB
+  static constexpr std::uint32_t kMinPages = std::uint32_t{1} << 16; // 256 MiB of pages
   /// Runs of a bin a search looks at before it takes the best seen.
   static constexpr unsigned kScan = 32;
+  static_assert(UnitBytes >= 16 && (UnitBytes & (UnitBytes - 1)) == 0);
+  static_assert(ExactBins >= 4 && (ExactBins & (ExactBins - 1)) == 0);
 
-  constexpr FitRegion() = default;
-  FitRegion(const FitRegion &) = delete;
-  FitRegion &operator=(const FitRegion &) = delete;
+  constexpr BasicFitRegion() = default;
+  BasicFitRegion(const BasicFitRegion &) = delete;
+  BasicFitRegion &operator=(const BasicFitRegion &) = delete;
+
+  /// Serves blocks from [base, base + units * kPageBytes), a range the
+  /// caller reserved (unit-aligned, at most kMaxPages units), instead of
+  /// reserving its own; false (nothing changed) if its tables cannot be
+  /// mapped or the region is in use already.
+  bool adopt(void *base, std::uint32_t units) {
+    if (ready_ || failed_ || units == 0 || units > kMaxPages)
+      return false;
+    return tables(reinterpret_cast<std::uintptr_t>(base), units);
+  }
+  bool ready() const { return ready_; }
+
+  /// Marks the block at p (bytes, as just returned by take) live: its
+  /// length in units is kept in its start tag for liveUnits.
+  void markLive(const void *p, std::size_t bytes) {
+    putHead(pageOf(p), kLive | static_cast<std::uint32_t>(bytes / kPageBytes));
+  }
+  /// The start tag of the block at p (a unit start in the region): with
+  /// kLive, a live-marked block's length in units (tagMask) and the
+  /// caller's kCached bit; without, a free run or nothing.
+  std::uint32_t tag(const void *p) const { return getHead(pageOf(p)); }
+  void setTag(const void *p, std::uint32_t t) { putHead(pageOf(p), t); }
+  /// Sets `bits` in the start tag of the block at p atomically (any
+  /// thread, for a block its owner does not touch meanwhile); the tag
+  /// before.
+  std::uint32_t orTag(const void *p, std::uint32_t bits) {
+    return __atomic_fetch_or(&head_[pageOf(p)], bits, __ATOMIC_RELAXED);
+  }
+  /// The length in units of the live-marked block that starts at p (a
+  /// unit start in the region), or 0 if no live-marked block starts there.
+  std::uint32_t liveUnits(const void *p) const {
+    const std::uint32_t t = getHead(pageOf(p));
+    return t & kLive ? t & kTagUnits : 0;
+  }
+  /// Tag bits: a live block's start, a bit its owner may use (a cached
+  /// block), and the length.
+  static constexpr std::uint32_t kLive = std::uint32_t{1} << 31;
+  static constexpr std::uint32_t kCached = std::uint32_t{1} << 30;
+  static constexpr std::uint32_t kTagUnits = kCached - 1;
+  /// Whether p is the start of a unit of the region (any thread: what
+  /// it reads is set once, when the region is reserved or adopted).
+  bool unitStart(const void *p) const {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - base_;
+    return off < std::uintptr_t{pages_} * kPageBytes && off % kPageBytes == 0;
+  }
 
   /// A block of `bytes` (a multiple of kPageBytes, > 0), or nullptr (the
   /// region is full or cannot be reserved). `fresh`: zero-filled.
@@ -89,10 +157,18 @@ public:
     std::uint32_t first = pageOf(p);
     std::uint32_t n = static_cast<std::uint32_t>(bytes / kPageBytes);
     std::uint32_t released = 0;
+    putHead(first, 0); // (its live mark, if any)
     // The runs that end just below it and start just above it.
     const std::uint32_t below = first ? tail_[first - 1] : 0;
-    const std::uint32_t above = first + n < top_ ? head_[first + n] : 0;
-    std::uint32_t r = below ? below : above;
+    const std::uint32_t above = first + n < top_ ? runAt(first + n) : 0;
+    // A resident neighbour longer than the block keeps its age and its
+    // place on the queue (the block joins it): a long free run that blocks
+    // keep joining at its edge still goes back when it is due.
+    std::uint32_t keep = 0;
+    for (std::uint32_t m : {below, above})
+      if (m && runs_[m].dirty && runs_[m].pages > n && (!keep || runs_[m].pages > runs_[keep].pages))
+        keep = m;
+    std::uint32_t r = keep ? keep : below ? below : above;
     if (!r) {
       r = newRecord();
       if (!r)
@@ -103,7 +179,8 @@ public:
         continue;
       Run &run = runs_[m];
       unbin(m);
-      unqueue(m);
+      if (m != keep)
+        unqueue(m);
       clearTags(m);
       if (run.first < first)
         first = run.first;
@@ -116,11 +193,12 @@ public:
     run.first = first;
     run.pages = n;
     run.released = released;
-    run.stamp = now;
-    run.dirty = true;
     setTags(r);
     bin(r);
-    queueFront(r);
+    if (!keep) {
+      run.stamp = now;
+      queueFront(r);
+    }
     return true;
   }
 
@@ -138,7 +216,7 @@ public:
       top_ += more;
       return true;
     }
-    const std::uint32_t r = head_[end];
+    const std::uint32_t r = runAt(end);
     if (!r || runs_[r].pages < more)
       return false;
     cutLow(r, more);
@@ -147,16 +225,42 @@ public:
 
   /// Gives the memory of the runs free for at least `delay` ms back to the
   /// OS (every run's with `all`), oldest first.
-  void decay(std::uint32_t now, std::uint32_t delay, bool all) {
-    while (std::uint32_t r = qtail_) {
+  void decay(std::uint32_t now, std::uint32_t delay, bool all,
+             std::uint32_t most = ~std::uint32_t{0}) {
+    for (; most; --most) {
+      const std::uint32_t r = qtail_;
+      if (!r)
+        return;
       Run &run = runs_[r];
       if (!all && now - run.stamp < delay)
         return;
       unqueue(r);
-      os::discard(address(run.first), std::size_t{run.pages} * kPageBytes);
-      released_pages_ += run.pages - run.released;
-      run.released = run.pages;
+      if constexpr (kPageBytes >= os::kPageBytes) {
+        os::discard(address(run.first), std::size_t{run.pages} * kPageBytes);
+        released_pages_ += run.pages - run.released;
+        run.released = run.pages;
+      } else { // the OS pages it covers whole
+        const auto lo = reinterpret_cast<std::uintptr_t>(address(run.first));
+        const std::uintptr_t hi = lo + std::uintptr_t{run.pages} * kPageBytes;
+        const std::uintptr_t a = (lo + os::kPageBytes - 1) & ~(os::kPageBytes - 1);
+        const std::uintptr_t b = hi & ~(os::kPageBytes - 1);
+        const auto units = static_cast<std::uint32_t>(b > a ? (b - a) / kPageBytes : 0);
+        if (units)
+          os::discard(reinterpret_cast<void *>(a), b - a);
+        if (units > run.released) {
+          released_pages_ += units - run.released;
+          run.released = units;
+        }
+      }
     }
+  }
+
+  /// Gives back the memory of the oldest resident free runs until at least
+  /// `bytes` of it is back (or none is left resident).
+  void releaseOldest(std::size_t bytes) {
+    const std::size_t goal = releasedBytes() + bytes;
+    while (qtail_ && releasedBytes() < goal)
+      decay(0, 0, true, 1);
   }
 
   /// Whether a free run's memory is resident, and then when the oldest
@@ -187,15 +291,27 @@ private:
     std::uint32_t released;     ///< its pages back with the OS
     std::uint8_t binned = 0, dirty = 0;
   };
-  static constexpr unsigned kExact = 64;
-  static constexpr unsigned kBins = kExact + 4 * (23 - 6 + 1);
+  static constexpr unsigned kExact = ExactBins;
+  static constexpr unsigned kLgExact = static_cast<unsigned>(__builtin_ctz(ExactBins));
+  // Lengths above kExact: four bins per doubling up to 2^31 units.
+  static constexpr unsigned kBins = kExact + 4 * (31 - kLgExact + 1);
   static constexpr unsigned kBinWords = (kBins + 63) / 64;
 
   static unsigned binOf(std::uint32_t pages) {
     if (pages <= kExact)
       return pages - 1;
     const unsigned lg = 31u - static_cast<unsigned>(__builtin_clz(pages));
-    return kExact + (lg - 6) * 4 + ((pages >> (lg - 2)) & 3u);
+    return kExact + (lg - kLgExact) * 4 + ((pages >> (lg - 2)) & 3u);
+  }
+  /// The free run that starts at unit u (0: none, or a live block).
+  // Start tags are read and written as relaxed atomics (plain moves on
+  // x86-64): another thread may mark a live block freed (orTag) while the
+  // owner reads the tag beside it.
+  std::uint32_t getHead(std::uint32_t u) const { return __atomic_load_n(&head_[u], __ATOMIC_RELAXED); }
+  void putHead(std::uint32_t u, std::uint32_t t) { __atomic_store_n(&head_[u], t, __ATOMIC_RELAXED); }
+  std::uint32_t runAt(std::uint32_t u) const {
+    const std::uint32_t t = getHead(u);
+    return t & kLive ? 0 : t;
   }
 
   bool reserve() {
@@ -205,31 +321,36 @@ private:
       void *b = os::map_sparse(std::size_t{pages} * kPageBytes);
       if (!b)
         continue;
-      // Records: at most one free run per two pages, plus one.
-      auto *runs = static_cast<Run *>(os::map_sparse(std::size_t{pages / 2 + 2} * sizeof(Run)));
-      auto *head = static_cast<std::uint32_t *>(os::map_sparse(std::size_t{pages} * 4));
-      auto *tail = static_cast<std::uint32_t *>(os::map_sparse(std::size_t{pages} * 4));
-      if (!runs || !head || !tail) {
-        os::unmap(b, std::size_t{pages} * kPageBytes);
-        if (runs)
-          os::unmap(runs, std::size_t{pages / 2 + 2} * sizeof(Run));
-        if (head)
-          os::unmap(head, std::size_t{pages} * 4);
-        if (tail)
-          os::unmap(tail, std::size_t{pages} * 4);
-        continue;
-      }
-      base_ = reinterpret_cast<std::uintptr_t>(b);
-      runs_ = runs;
-      head_ = head;
-      tail_ = tail;
-      records_ = pages / 2 + 2;
-      pages_ = pages;
-      ready_ = true;
-      return true;
+      if (tables(reinterpret_cast<std::uintptr_t>(b), pages))
+        return true;
+      os::unmap(b, std::size_t{pages} * kPageBytes);
     }
     failed_ = true;
     return false;
+  }
+  /// Maps the tables for a region of `pages` units at base.
+  bool tables(std::uintptr_t base, std::uint32_t pages) {
+    // Records: at most one free run per two units, plus one.
+    auto *runs = static_cast<Run *>(os::map_sparse(std::size_t{pages / 2 + 2} * sizeof(Run)));
+    auto *head = static_cast<std::uint32_t *>(os::map_sparse(std::size_t{pages} * 4));
+    auto *tail = static_cast<std::uint32_t *>(os::map_sparse(std::size_t{pages} * 4));
+    if (!runs || !head || !tail) {
+      if (runs)
+        os::unmap(runs, std::size_t{pages / 2 + 2} * sizeof(Run));
+      if (head)
+        os::unmap(head, std::size_t{pages} * 4);
+      if (tail)
+        os::unmap(tail, std::size_t{pages} * 4);
+      return false;
+    }
+    base_ = base;
+    runs_ = runs;
+    head_ = head;
+    tail_ = tail;
+    records_ = pages / 2 + 2;
+    pages_ = pages;
+    ready_ = true;
+    return true;
   }
 
   void *address(std::uint32_t page) const {
@@ -244,15 +365,21 @@ private:
   /// the lowest-addressed of equals.
   std::uint32_t findFit(std::uint32_t n) const {
     unsigned b = binOf(n);
-    std::uint32_t best = bestIn(bins_[b], n);
+    std::uint32_t best = inBin(b, n);
     if (best)
       return best;
     for (unsigned w = (b + 1) / 64, from = (b + 1) % 64; w < kBinWords; ++w, from = 0) {
       const std::uint64_t bits = nonempty_[w] & (~std::uint64_t{0} << from);
       if (bits)
-        return bestIn(bins_[w * 64 + static_cast<unsigned>(__builtin_ctzll(bits))], n);
+        return inBin(w * 64 + static_cast<unsigned>(__builtin_ctzll(bits)), n);
     }
     return 0;
+  }
+  std::uint32_t inBin(unsigned b, std::uint32_t n) const {
+    if constexpr (!LowestOfEqual)
+      if (b < kExact) // (every run there is b + 1 >= n units long)
+        return bins_[b];
+    return bestIn(bins_[b], n);
   }
   std::uint32_t bestIn(std::uint32_t r, std::uint32_t n) const {
     std::uint32_t best = 0;
@@ -335,11 +462,11 @@ private:
   }
 
   void setTags(std::uint32_t r) {
-    head_[runs_[r].first] = r;
+    putHead(runs_[r].first, r);
     tail_[runs_[r].first + runs_[r].pages - 1] = r;
   }
   void clearTags(std::uint32_t r) {
-    head_[runs_[r].first] = 0;
+    putHead(runs_[r].first, 0);
     tail_[runs_[r].first + runs_[r].pages - 1] = 0;
   }
 
@@ -370,5 +497,8 @@ private:
   std::uint32_t released_pages_ = 0, free_pages_ = 0;
   bool ready_ = false, failed_ = false;
 };
+
+/// The large heap's region: 4 KiB pages, a bin per length up to 64 pages.
+using FitRegion = BasicFitRegion<4096, 64>;
 
 } // namespace defero

@@ -1,0 +1,442 @@
+// mid_heap.h - MidHeap: a thread's blocks of 4-32 KiB (requests above
+// 4 KiB up to the size classes' 32 KiB, not aligned, not hinted), by
+// address-ordered best fit with coalescing at a 256-byte unit, in a slice
+// of one reserved window (MidArena) that belongs to the thread's heap.
+//
+// Why not size classes: a span of a class serves that class only, so a
+// program whose middle-sized blocks come and go in shifting sizes (a
+// compiler's buffers, a phase change) keeps every class's own high-water
+// mark. Here a freed block merges with its free neighbours and the next
+// request of any size takes the best-fitting run (Johnstone and Wilson's
+// best policy, about 1% fragmentation on real programs), as glibc does
+// above its small bins: cc1plus's trace 37.9 -> 31.3%. Requests round up to
+// 256 bytes, less than the classes' four per doubling. Below 4 KiB the
+// classes stay: a region take or give touches about eight scattered lines
+// of bookkeeping, and malloc_benchmark's 16-4096 B mix ran 3x slower with
+// 1-4 KiB here (the README's fifteenth-session section).
+//
+// In front of the region, a cache of the thread's freed blocks by length
+// (a LIFO list per length, through the blocks' first words; at most 256
+// KiB) serves the next request of the same length, as glibc's tcache does.
+// Every kSweepEvery calls, each length gives the region three quarters of
+// the blocks that sat in the cache since the last sweep (its low-water
+// mark, as jemalloc's thread cache is collected), so the memory of lengths
+// no longer asked for merges back within a few thousand calls.
+//
+// One pool with the spans: memory the region takes that was not resident
+// (fresh, or given back) makes the heap give back as much of its Empty
+// spans' memory first (SpanHeap::releaseEmpty), and a fresh span makes it
+// give back its free runs' (releaseFree): a program whose sizes move
+// between the classes and the region does not hold both pools' free
+// memory resident (soak_phases, the phase from 1-4 KiB to 4-16 KiB: 623 ->
+// 405 MB).
+//
+// Owner only, no lock: the heap's thread takes and gives; another thread's
+// free marks the block freed in its tag (one atomic or: a second free is
+// caught there) and pushes it onto the heap's lock-free list of remote
+// frees (one CAS; a Treiber stack through the blocks' first words), which
+// the owner takes whole (one exchange) before its next region take and at
+// every sweep; a thread exit sweeps the heaps whose thread is gone. A
+// block's length is its start tag in the region (BasicFitRegion::markLive,
+// with a bit for "freed"), so a free that names no live block's start, or
+// a block already freed, is a one-line error, not corruption. Free runs'
+// memory goes back to the OS after DEFERO_DECAY_MS (at once over
+// DEFERO_MAX_RESIDENT), stamped and checked by the clock read at each
+// sweep and on the span heap's slow paths.
+//
+// Costs: a cached take or give, the bin's head, the block's first word and
+// its tag; a region take, a bin lookup (a bitmap scan, a bin per length up
+// to 128 units) and a cut; a region give, two tag reads and the merges;
+// counters, plain adds. When the window cannot be reserved, its slices are
+// all taken (256 heaps), or a slice is full, malloc returns nullptr and the
+// caller serves the request from the size classes, as before.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "defero/heaplayers/threads/spin_lock.h"
+#include "defero/heaplayers/top/fit_region.h"
+#include "defero/pages/counters.h"
+#include "defero/platform/os.h"
+
+namespace defero::pages {
+
+class MidHeap;
+
+/// The window the mid heaps' slices are cut from: 64 GiB of address space,
+/// reserved (not committed) at the first slice, a 256 MiB slice per heap.
+class MidArena {
+public:
+  static constexpr unsigned kSliceShift = 28;
+  static constexpr std::size_t kSliceBytes = std::size_t{1} << kSliceShift;
+  static constexpr unsigned kSlices = 256;
+
+  static MidArena &get() {
+    static constinit MidArena instance;
+    return instance;
+  }
+
+  /// Whether p lies in a slice handed out (lock-free: any thread).
+  bool contains(const void *p) const {
+    return reinterpret_cast<std::uintptr_t>(p) - base() <
+           __atomic_load_n(&bytes_, __ATOMIC_ACQUIRE);
+  }
+  /// The heap whose slice holds p (contains(p) true).
+  MidHeap *ownerOf(const void *p) const {
+    return __atomic_load_n(
+        &owners_[(reinterpret_cast<std::uintptr_t>(p) - base()) >> kSliceShift],
+        __ATOMIC_ACQUIRE);
+  }
+  /// A slice for h (its base), or nullptr: no window, or none left.
+  void *claim(MidHeap *h) {
+    std::lock_guard<SpinLock> guard(lock_);
+    if (failed_ || next_ == kSlices)
+      return nullptr;
+    if (!base_) {
+      void *w = os::map_sparse(kSliceBytes * kSlices + kSliceBytes);
+      if (!w) {
+        failed_ = true;
+        return nullptr;
+      }
+      // (Aligned to a slice: a block never straddles two.)
+      const std::uintptr_t b = (reinterpret_cast<std::uintptr_t>(w) + kSliceBytes - 1) &
+                               ~(kSliceBytes - 1);
+      __atomic_store_n(&base_, b, __ATOMIC_RELEASE);
+    }
+    const unsigned i = next_++;
+    __atomic_store_n(&owners_[i], h, __ATOMIC_RELEASE);
+    __atomic_store_n(&bytes_, std::uintptr_t{next_} * kSliceBytes, __ATOMIC_RELEASE);
+    return reinterpret_cast<void *>(base_ + std::uintptr_t{i} * kSliceBytes);
+  }
+
+  /// Held across fork() (fork.cpp), so a child never inherits it locked.
+  void lockArena() { lock_.lock(); }
+  void unlockArena() { lock_.unlock(); }
+
+private:
+  std::uintptr_t base() const { return __atomic_load_n(&base_, __ATOMIC_ACQUIRE); }
+
+  SpinLock lock_;
+  std::uintptr_t base_ = 0;
+  std::uintptr_t bytes_ = 0; ///< of slices handed out (0: contains() is false)
+  unsigned next_ = 0;
+  bool failed_ = false;
+  MidHeap *owners_[kSlices] = {};
+};
+
+/// Bytes of mid slices ever handed out, and of their free runs back with
+/// the OS, every heap's (for the footprint and the stats).
+inline std::atomic<std::int64_t> g_mid_top{0}, g_mid_released{0};
+
+class MidHeap {
+public:
+  using Region = BasicFitRegion<256, 128, false>;
+  static constexpr std::size_t kUnitBytes = Region::kPageBytes;
+
+  constexpr MidHeap() = default;
+  MidHeap(const MidHeap &) = delete;
+  MidHeap &operator=(const MidHeap &) = delete;
+
+  /// A block of at least sz bytes (the owner), or nullptr (the caller uses
+  /// the size classes). `got`: its usable bytes.
+  void *malloc(std::size_t sz, std::size_t *got) {
+    const std::size_t units = (sz + kUnitBytes - 1) / kUnitBytes;
+    if (units <= kMaxUnits) {
+      Bin &b = bins_[units];
+      if (void *p = b.head) { // the thread's last freed block of this length
+        b.head = *static_cast<void **>(p);
+        if (--b.n < b.low)
+          b.low = b.n;
+        cached_ -= units;
+        region_.setTag(p, Region::kLive | static_cast<std::uint32_t>(units));
+        counted(units * kUnitBytes, true);
+        *got = units * kUnitBytes;
+        return p;
+      }
+    }
+    if (__builtin_expect(!region_.ready(), 0) && !attach())
+      return nullptr;
+    if (__builtin_expect(remote_.load(std::memory_order_relaxed) != nullptr, 0))
+      collect();
+    const std::size_t bytes = units * kUnitBytes;
+    bool fresh;
+    void *p = region_.take(bytes, fresh);
+    if (__builtin_expect(!p, 0))
+      return nullptr;
+    region_.markLive(p, bytes);
+    if (fresh) { // (the slice's top grew)
+      g_mid_top.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+      grown_ += bytes;
+    } else if (const std::int64_t was = released_.load(std::memory_order_relaxed)) {
+      // (perhaps cut from memory given back)
+      const auto r = static_cast<std::int64_t>(region_.releasedBytes());
+      if (r < was)
+        grown_ += static_cast<std::size_t>(was - r);
+      noteReleased();
+    }
+    counted(bytes, true);
+    region_taken_ += bytes;
+    *got = bytes;
+    return p;
+  }
+
+  /// Usable bytes of the live block p (a pointer into this heap's slice;
+  /// any thread, as glibc trusts a block it is asked about), or 0 if no
+  /// live block starts at p (or it is in the owner's cache: freed).
+  std::size_t usableSize(const void *p) const {
+    if (!region_.unitStart(p))
+      return 0;
+    const std::uint32_t t = region_.tag(p);
+    return (t & (Region::kLive | Region::kCached)) == Region::kLive
+               ? std::size_t{t & Region::kTagUnits} * kUnitBytes
+               : 0;
+  }
+
+  /// Whether p is the start of a block of this heap's that was freed (on
+  /// its way home or in its cache: a second free is a double free).
+  bool freedAlready(const void *p) const {
+    return region_.unitStart(p) && (region_.tag(p) & (Region::kLive | Region::kCached)) ==
+                                       (Region::kLive | Region::kCached);
+  }
+
+  /// The owner frees p (a pointer into this heap's slice) into its cache,
+  /// or, longer than any bin, into the region; false (nothing changed) if
+  /// no live block starts at p.
+  bool free(void *p) {
+    const std::size_t bytes = usableSize(p);
+    if (bytes == 0)
+      return false;
+    counted(bytes, false);
+    cache(p, bytes);
+    return true;
+  }
+
+  /// This heap's thread freed `bytes` of another heap's block (sent with
+  /// freeRemote, which that heap does not count): counted here, as the
+  /// classes count a free where it happens.
+  void countFreeOfOther(std::size_t bytes) {
+    frees_.add(1);
+    bytes_out_.add(bytes);
+  }
+
+private:
+  /// A freed block (counted) into the cache, or the region.
+  void cache(void *p, std::size_t bytes) {
+    const std::size_t units = bytes / kUnitBytes;
+    if (units <= kMaxUnits) {
+      Bin &b = bins_[units];
+      region_.setTag(p, Region::kLive | Region::kCached | static_cast<std::uint32_t>(units));
+      *static_cast<void **>(p) = b.head;
+      b.head = p;
+      ++b.n;
+      cached_ += units;
+      if (__builtin_expect(cached_ > kCacheUnits, 0))
+        flushCache(b, b.n / 2 + 1); // (this bin's oldest half)
+    } else {
+      giveRegion(p, bytes);
+    }
+  }
+
+public:
+
+  /// Another thread frees p, a block of this heap's: marks it freed (an
+  /// atomic or on its tag; false, nothing changed: it was not live, or was
+  /// freed already), then freeRemote.
+  bool markFreed(void *p) {
+    if (!region_.unitStart(p))
+      return false;
+    const std::uint32_t t = region_.orTag(p, Region::kCached);
+    return (t & (Region::kLive | Region::kCached)) == Region::kLive;
+  }
+  /// Sends p, a block of this heap's that another thread marked freed, to
+  /// this heap (one CAS; counted by that thread, countFreeOfOther).
+  void freeRemote(void *p) {
+    void *old = remote_.load(std::memory_order_relaxed);
+    do
+      *static_cast<void **>(p) = old;
+    while (!remote_.compare_exchange_weak(old, p, std::memory_order_release,
+                                          std::memory_order_relaxed));
+  }
+
+  /// Frees every block other threads handed back (the owner, or anyone
+  /// while the heap has no thread). `bad(p)`: one that names no live block.
+  template <class Bad> void collect(Bad bad) {
+    void *p = remote_.exchange(nullptr, std::memory_order_acquire);
+    while (p) {
+      void *next = *static_cast<void **>(p);
+      const std::uint32_t t = region_.tag(p); // (marked freed: markFreed)
+      if ((t & (Region::kLive | Region::kCached)) == (Region::kLive | Region::kCached))
+        cache(p, std::size_t{t & Region::kTagUnits} * kUnitBytes); // (counted where freed)
+      else
+        bad(p);
+      p = next;
+    }
+  }
+  void collect() {
+    // (A block on the list was marked freed by markFreed: only a write to a
+    // freed block can unmark it.)
+    collect([](void *p) { os::fatal_pointer("free", p, "block changed after it was freed"); });
+  }
+
+  /// Gives back the memory of free runs free for g_decay_ms (`delay`),
+  /// every one's with `all` (the owner).
+  void decay(std::uint32_t now, std::uint32_t delay, bool all) {
+    if (!region_.ready())
+      return;
+    region_.decay(now, delay, all);
+    noteReleased();
+  }
+
+  /// Live bytes by this heap's counts (blocks taken less blocks freed
+  /// here); any thread.
+  std::int64_t liveBytes() const {
+    return static_cast<std::int64_t>(bytes_in_.get() - bytes_out_.get());
+  }
+  std::uint64_t allocs() const { return allocs_.get(); }
+  std::uint64_t liveBlocks() const { return allocs_.get() - frees_.get(); }
+  std::uint64_t frees() const { return frees_.get(); }
+  /// Bytes this heap took from its region (not its cache) since the
+  /// caller last reset the count (for publishing the live bytes).
+  std::uint64_t regionTaken() const { return region_taken_; }
+  void resetRegionTaken() { region_taken_ = 0; }
+  std::int64_t releasedBytes() const { return released_.load(std::memory_order_relaxed); }
+
+  /// Bytes of memory not resident before (never used, or given back) that
+  /// takes took since the last call (the caller gives as much of its other
+  /// free memory back).
+  std::size_t takeGrown() {
+    const std::size_t g = grown_;
+    grown_ = 0;
+    return g;
+  }
+  /// Whether the heap swept its cache (and read the clock) since the last
+  /// call: the caller then runs its other pools' decay too, which a thread
+  /// that makes only middle-sized blocks would not run otherwise.
+  bool takeSwept() {
+    const bool s = swept_;
+    swept_ = false;
+    return s;
+  }
+  std::uint32_t now() const { return now_; }
+  /// Gives back the memory of the oldest resident free runs, at least
+  /// `bytes` of it if there is that much (the owner: its spans grow).
+  void releaseFree(std::size_t bytes) {
+    if (!region_.ready())
+      return;
+    region_.releaseOldest(bytes);
+    noteReleased();
+  }
+
+  /// Every cached block back to the region (a thread exit, an orphan's
+  /// sweep).
+  void flushAll() {
+    for (Bin &b : bins_)
+      flushCache(b, b.n);
+  }
+
+private:
+  /// A bin of the cache: freed blocks of one length, newest first.
+  struct Bin {
+    void *head = nullptr;
+    std::uint32_t n = 0, low = 0; ///< blocks, and their fewest since the last sweep
+  };
+
+  /// Counts a take (or a give) of `bytes`, and every
+  /// kSweepEvery of them sweeps the cache: each bin gives the region three
+  /// quarters of the blocks that stayed in it since the last sweep (its
+  /// low-water mark; jemalloc's thread-cache GC), so blocks of a length the
+  /// thread stopped asking for merge back within a few thousand calls.
+  void counted(std::size_t bytes, bool take) {
+    if (take) {
+      allocs_.add(1);
+      bytes_in_.add(bytes);
+    } else {
+      frees_.add(1);
+      bytes_out_.add(bytes);
+    }
+    if (__builtin_expect(++calls_ == kSweepEvery, 0))
+      sweep();
+  }
+  void sweep() {
+    calls_ = 0;
+    swept_ = true;
+    now_ = os::now_ms();
+    if (remote_.load(std::memory_order_relaxed))
+      collect();
+    for (Bin &b : bins_) {
+      if (b.low)
+        flushCache(b, b.low - b.low / 4);
+      b.low = b.n;
+    }
+    if (g_decay_ms != ~std::uint32_t{0})
+      decay(now_, g_decay_ms, overCeiling());
+  }
+  /// Gives the region the oldest `k` blocks of bin b.
+  void flushCache(Bin &b, std::uint32_t k) {
+    if (k == 0 || b.n == 0)
+      return;
+    if (k > b.n)
+      k = b.n;
+    void **link = &b.head;
+    for (std::uint32_t keep = b.n - k; keep; --keep)
+      link = static_cast<void **>(*link);
+    void *p = *link;
+    *link = nullptr;
+    b.n -= k;
+    if (b.low > b.n)
+      b.low = b.n;
+    while (p) {
+      void *next = *static_cast<void **>(p);
+      const std::size_t bytes = std::size_t{region_.tag(p) & Region::kTagUnits} * kUnitBytes;
+      cached_ -= bytes / kUnitBytes;
+      giveRegion(p, bytes);
+      p = next;
+    }
+  }
+  void giveRegion(void *p, std::size_t bytes) {
+    region_.give(p, bytes, now_); // (a record per two units: never short)
+  }
+
+  bool attach() {
+    if (failed_)
+      return false;
+    void *s = MidArena::get().claim(this);
+    if (!s || !region_.adopt(s, static_cast<std::uint32_t>(MidArena::kSliceBytes / kUnitBytes))) {
+      failed_ = true;
+      return false;
+    }
+    now_ = os::now_ms();
+    return true;
+  }
+  void noteReleased() {
+    const auto r = static_cast<std::int64_t>(region_.releasedBytes());
+    const std::int64_t was = released_.load(std::memory_order_relaxed);
+    if (r != was) {
+      g_mid_released.fetch_add(r - was, std::memory_order_relaxed);
+      released_.store(r, std::memory_order_relaxed);
+    }
+  }
+
+  /// Blocks up to this many units are cached by length.
+  static constexpr std::size_t kMaxUnits = (std::size_t{32} << 10) / kUnitBytes;
+  /// The cache holds at most this many units (256 KiB).
+  static constexpr std::size_t kCacheUnits = (std::size_t{256} << 10) / kUnitBytes;
+  static constexpr unsigned kSweepEvery = 4096;
+
+  Region region_;
+  Bin bins_[kMaxUnits + 1] = {};
+  std::size_t cached_ = 0; ///< units in the cache
+  unsigned calls_ = 0;
+  OwnerCounter allocs_, frees_, bytes_in_, bytes_out_;
+  std::uint64_t region_taken_ = 0;
+  std::size_t grown_ = 0;
+  bool swept_ = false;
+  std::atomic<std::int64_t> released_{0}; ///< (written by the owner, read by any)
+  std::uint32_t now_ = 0;
+  bool failed_ = false;
+  alignas(64) std::atomic<void *> remote_{nullptr};
+};
+
+} // namespace defero::pages
