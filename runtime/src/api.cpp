@@ -163,6 +163,13 @@ __attribute__((noinline)) void *newHintedFirst(std::size_t size, int kind,
                                                const void *container, const void *where,
                                                int side);
 
+/// __defero_new_hinted for a neighbour hint that hops from another
+/// container (hopsContainers) and found no room beside its anchor:
+/// malloc's slot, counted as a hinted allocation, and the thread's recent
+/// node (a next insert into the same container continues above it).
+__attribute__((noinline)) void *newHintedInOrder(defero::LocalHeap *h, std::size_t size,
+                                                 const void *container, const void *where);
+
 __attribute__((noinline)) void *newHintedOther(std::size_t size, int kind,
                                                const void *container, const void *where,
                                                int side);
@@ -255,6 +262,8 @@ void *newHintedBeside(std::size_t size, int kind, const void *container, const v
   if (defero::fastAnchor(h, anchored))
     if (void *p = defero::placeBeside(h, size, anchored))
       return p;
+  if (defero::g_auto_default && defero::hopsContainers(h, kind, container))
+    return newHintedInOrder(h, size, container, where);
   return newHintedSlow(h, size, kind, side, container, where, anchored.searched);
 }
 
@@ -273,6 +282,22 @@ void *newHintedFirst(std::size_t size, int kind, const void *container, const vo
     p = defero::newSlow(size, 0, false); // (operator new's loop: never null)
   if (kind != defero::kHintContainer)
     h->count.hint_same_class.add(h->sameClass(where, p));
+  return p;
+}
+
+void *newHintedInOrder(defero::LocalHeap *h, std::size_t size, const void *container,
+                       const void *where) {
+  h->count.hinted_allocs.add(1);
+  void *p = defero::mallocFastOr(size, defero::mallocFull);
+  if (__builtin_expect(p == nullptr, 0))
+    p = defero::newSlow(size, 0, false); // (operator new's loop: never null)
+  h->count.hint_same_class.add(h->sameClass(where, p));
+  // A continuation takes slots of h's own spans only (malloc may hand out
+  // another thread's block that this thread freed).
+  defero::SlotPage *pg = defero::PageArena::get().spanOf(p);
+  if (pg && pg->owner != h)
+    pg = nullptr;
+  h->noteRecent(container, p, pg, pg ? pg->slotHolding(p) : 0, size, defero::kHintNeighbor - 1);
   return p;
 }
 

@@ -59,10 +59,11 @@ void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth)
 /// Places a small block of class cls that carries a hint, under the
 /// container's policy: beside the anchor (the neighbour, the parent on the
 /// side of the insert, or the thread's last node of the container) if a
-/// slot within a line or two of it is free; else, for a list with no run
-/// yet, a free slot in the anchor's K-class; else the next slot of the
-/// container's run; else, for a container that has no run yet and no
-/// anchor here, an unhinted slot.
+/// slot within a line or two of it is free; else, for a neighbour hint
+/// that hops from another container under Auto, malloc's slot
+/// (hopsContainers); else, for a list with no run yet, a free slot in the
+/// anchor's K-class; else the next slot of the container's run; else, for
+/// a container that has no run yet and no anchor here, an unhinted slot.
 void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
                           const PendingHint &hint) {
   pages::ContainerSlot *cs = h->container(hint.container);
@@ -76,6 +77,9 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     cs->epoch = registry_.epoch();
   }
   const Predicate pred = cs->policy >= 0 ? static_cast<Predicate>(cs->policy) : cfg_.policy;
+  // Under Auto, a neighbour hint that hops from another container takes
+  // malloc's slot when it finds no room beside its anchor (hopsContainers).
+  const bool hop = pred == Predicate::Auto && hopsContainers(h, hint.kind, hint.container);
   const void *anchor = hint.where;
   if (hint.kind == kHintContainer) {
     // The node this thread placed last, if it was for this container (an
@@ -100,7 +104,7 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
   }
   void *p = nullptr;
   bool searched = hint.searched;
-  if (pred != Predicate::First && h->stacked(cls)) {
+  if (pred != Predicate::First && !hop && h->stacked(cls)) {
     // The placement searches the spans' bitmaps: the blocks this thread
     // freed onto its stack of the class go back to them first.
     h->flushStack(cls, 0);
@@ -120,16 +124,20 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     // 12.7 MB, md_cells_plugin 52.9 -> 50.8 MB, the list kernel's layout
     // unchanged). Trees keep their runs: a hole costs set find 1.6% more
     // L1 misses.
-    if (!p && pg && cs->runs == 0 && hint.kind != kHintTree)
+    if (!p && !hop && pg && cs->runs == 0 && hint.kind != kHintTree)
       p = h->takeInClass(pg, anchor, !down);
-    if (!p && (pg || (down ? cs->down.span : cs->up.span)))
+    if (!p && !hop && (pg || (down ? cs->down.span : cs->up.span)))
       p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
   }
+  if (!p && hop && tls.fast == h) // malloc's slot (its free stack first)
+    p = mallocFast(sz);
   if (!p)
     p = h->malloc(cls);
   if (!p)
     return nullptr;
   SlotPage *ppg = PageArena::get().spanOf(p);
+  if (ppg && ppg->owner != h) // (malloc's slot may be another heap's block)
+    ppg = nullptr;
   h->noteRecent(hint.container, p, ppg, ppg ? ppg->slotHolding(p) : 0, sz, hint.kind - 1u);
   if (cs->policy >= 0) // placed by its policy: no continuation on the fast path
     h->recent.size = ~std::size_t{0};

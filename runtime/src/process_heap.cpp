@@ -18,6 +18,7 @@ constinit thread_local ThreadHeaps tls __attribute__((tls_model("initial-exec"))
 pages::LiveTotals g_live;
 std::atomic<bool> g_any_policy{false};
 bool g_place_default = true;
+bool g_auto_default = true;
 std::atomic<bool> g_new_ours{false};
 
 void openRecent(LocalHeap *h) {
@@ -37,6 +38,7 @@ constexpr const char *kDoubleFree = "double free (block is already free)";
 
 ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
   g_place_default = cfg.policy != Predicate::First;
+  g_auto_default = cfg.policy == Predicate::Auto;
   pages::g_decay_ms = cfg.decay_ms;
   pages::g_max_resident = cfg.max_resident;
   pages::g_large_decay = [] { processHeap().large_.decay(false); };

@@ -100,6 +100,16 @@ void makeRoom(Room &r) {
   defero_free(x); // room below A
 }
 
+/// Makes `container` the one the calling thread's last hinted allocation
+/// served, so that a neighbour hint for it continues its inserts (under
+/// auto, a hint that hops from another container and finds no room beside
+/// its anchor takes malloc's slot: ProcessHeap's hopsContainers).
+void insertedLastInto(const void *container, std::size_t size = kNode) {
+  void *n = __defero_new_hinted(size, 3, container, nullptr, 0);
+  ASSERT_NE(n, nullptr);
+  defero_free(n);
+}
+
 void requireAutoPolicy() {
   const Stats s = stats();
   ASSERT_EQ(s.at("policy"), "auto") << "run with DEFERO_POLICY unset or auto (CTest sets it)";
@@ -366,6 +376,7 @@ TEST(CApiHints, NeighborHintIsOneShotAndLandsInTheNeighborsClass) {
   makeRoom(r);
   ASSERT_NE(r.a, nullptr);
   static int container;
+  insertedLastInto(&container);
   const Stats s0 = stats();
   __defero_hint_neighbor(&container, r.a);
   const Stats s1 = stats();
@@ -485,6 +496,7 @@ TEST(CApiHints, FusedHintedNew) {
   makeRoom(r);
   ASSERT_NE(r.a, nullptr);
   static int container;
+  insertedLastInto(&container);
   const long long h0 = num(stats(), "hinted_allocs");
   void *p = __defero_new_hinted(kNode, 1, &container, r.a, 0);
   EXPECT_EQ(defero_class_of(p), r.class_a);
@@ -894,6 +906,7 @@ TEST(CApiDecay, ABlockPlacedInAnEmptySpanKeepsItsContents) {
     defero_free(p);
   void *stale = blocks[blocks.size() - 100];
   static char container[64];
+  insertedLastInto(container, 48); // (a node of another size might take the Empty span)
   auto *b = static_cast<unsigned char *>(__defero_new_hinted(48, 1, container, stale, 0));
   ASSERT_NE(b, nullptr);
   ASSERT_EQ(addr(b) >> 16, addr(stale) >> 16) << "not placed in the stale anchor's span";
@@ -1133,52 +1146,161 @@ TEST(CApiDecayNow, AnEmptiedSpanGivesItsMemoryBackAtOnce) {
 // slot within a line or two takes a hole in the tail's K-class, not a run
 // of its own cut from other memory (debruijn_net's 65,536 lists of four
 // nodes: peak footprint 13.3 -> 12.7 MB).
-TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
-  requireAutoPolicy();
-  constexpr std::size_t kSize = 48, kBlocks = 3000;
+namespace {
+
+/// 3000 live blocks of 48 B and, among them, a list's tail deep inside a
+/// contiguous stretch (every slot within a line or two of it live) with a
+/// live block a few slots above it in its K-class: `hole`, to free.
+struct TailInACrowd {
+  static constexpr std::size_t kSize = 48, kBlocks = 3000;
   std::vector<void *> blocks;
-  for (std::size_t i = 0; i < kBlocks; ++i) {
-    blocks.push_back(defero_malloc(kSize));
-    ASSERT_NE(blocks.back(), nullptr);
+  void *tail = nullptr, *hole = nullptr;
+  ~TailInACrowd() {
+    for (void *b : blocks)
+      if (b)
+        defero_free(b);
   }
-  std::sort(blocks.begin(), blocks.end());
-  // A tail deep inside the blocks (every slot around it live) and, a few
-  // slots above it in the same K-class, the one hole. (The first blocks
-  // may be ones earlier tests left on the class's free stack, scattered:
-  // the tail is the first from the middle on in a contiguous stretch.)
-  const std::size_t slot = defero_usable_size(blocks[0]);
+  /// Frees blocks[i] and forgets it.
+  void *release(std::size_t i) {
+    void *b = blocks[i];
+    defero_free(b);
+    blocks[i] = nullptr;
+    return b;
+  }
+  std::size_t tail_at = 0, hole_at = 0;
+};
+
+void makeTailInACrowd(TailInACrowd &c) {
+  for (std::size_t i = 0; i < c.kBlocks; ++i) {
+    c.blocks.push_back(defero_malloc(c.kSize));
+    ASSERT_NE(c.blocks.back(), nullptr);
+  }
+  std::sort(c.blocks.begin(), c.blocks.end());
+  // (The first blocks may be ones earlier tests left on the class's free
+  // stack, scattered: the tail is the first from the middle on in a
+  // contiguous stretch.)
+  const std::size_t slot = defero_usable_size(c.blocks[0]);
   auto contiguous = [&](std::size_t from, std::size_t to) {
     for (std::size_t j = from; j < to; ++j)
-      if (addr(blocks[j + 1]) - addr(blocks[j]) != slot)
+      if (addr(c.blocks[j + 1]) - addr(c.blocks[j]) != slot)
         return false;
     return true;
   };
-  std::size_t t = kBlocks / 2, hole = 0;
-  for (; t < kBlocks - 40 && !hole; ++t) {
+  std::size_t t = c.kBlocks / 2, hole = 0;
+  for (; t < c.kBlocks - 40 && !hole; ++t) {
     if (!contiguous(t - 8, t + 6))
       continue;
     for (std::size_t j = t + 6; j < t + 40 && !hole; ++j)
-      if (defero_class_of(blocks[j]) == defero_class_of(blocks[t]) &&
-          addr(blocks[j]) - addr(blocks[t]) == (j - t) * slot)
+      if (defero_class_of(c.blocks[j]) == defero_class_of(c.blocks[t]) &&
+          addr(c.blocks[j]) - addr(c.blocks[t]) == (j - t) * slot)
         hole = j;
   }
   ASSERT_NE(hole, 0u) << "no block a few slots above a tail in its class";
-  void *tail = blocks[--t];
-  void *const hole_at = blocks[hole];
-  defero_free(hole_at);
-  static void *head[2]; // a list the container table has never seen
+  c.tail_at = --t;
+  c.hole_at = hole;
+  c.tail = c.blocks[t];
+  c.hole = c.blocks[hole];
+}
+
+/// Links `tail` as the only node of the list whose header is `head`.
+void linkAlone(void **head, void *tail) {
   head[0] = head[1] = tail;
   static_cast<void **>(tail)[0] = head;
   static_cast<void **>(tail)[1] = head;
-  void *p = __defero_new_hinted(kSize, 1, head, tail, 0);
+}
+
+} // namespace
+
+// A list with no run whose tail has no room beside it: its next node takes
+// a hole in the tail's K-class (before a run of its own is cut).
+TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
+  requireAutoPolicy();
+  TailInACrowd c;
+  makeTailInACrowd(c);
+  if (HasFatalFailure())
+    return;
+  static void *head[2]; // a list the container table has never seen
+  linkAlone(head, c.tail);
+  insertedLastInto(head); // (a hop from another list would take malloc's slot)
+  c.release(c.hole_at);
+  void *p = __defero_new_hinted(c.kSize, 1, head, c.tail, 0);
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p, hole_at) << "the node went " << static_cast<long long>(addr(p) - addr(tail))
-                        << " bytes from its tail, not into the hole in its K-class";
-  EXPECT_EQ(defero_class_of(p), defero_class_of(tail));
+  EXPECT_EQ(p, c.hole) << "the node went " << static_cast<long long>(addr(p) - addr(c.tail))
+                       << " bytes from its tail, not into the hole in its K-class";
+  EXPECT_EQ(defero_class_of(p), defero_class_of(c.tail));
   defero_free(p);
-  blocks.erase(blocks.begin() + static_cast<long>(hole));
-  for (void *b : blocks)
-    defero_free(b);
+}
+
+// Under auto, a neighbour hint that hops from another container (the
+// thread's last hinted allocation served another one: lists filled in
+// turn, edge by edge) and finds no room beside its anchor takes malloc's
+// slot, in allocation order with its neighbours in time, not the hole in
+// its anchor's K-class; by either hint route, counted as a hinted
+// allocation. The next insert into the same list continues from it.
+TEST(CApiHints, AnInsertHoppingFromAnotherListTakesMallocsSlotWhenItsTailHasNoRoom) {
+  requireAutoPolicy();
+  TailInACrowd c;
+  makeTailInACrowd(c);
+  if (HasFatalFailure())
+    return;
+  static void *head[2];
+  static int other;
+  linkAlone(head, c.tail);
+  c.release(c.hole_at);
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "one-shot hint");
+    insertedLastInto(&other);
+    // malloc's slot: the block freed last (the class's free stack), freed
+    // after the block right above it, in a span other than the tail's and
+    // than the last iteration's (a span where a hint placed takes its
+    // owner's frees into its bitmap, not onto the stack).
+    const std::size_t d = fused ? c.kBlocks - 10 : 300;
+    ASSERT_EQ(addr(c.blocks[d + 1]) - addr(c.blocks[d]), defero_usable_size(c.blocks[d]));
+    void *const above = c.release(d + 1);
+    void *const decoy = c.release(d);
+    const Stats s0 = stats();
+    void *p;
+    if (fused) {
+      p = __defero_new_hinted(c.kSize, 1, head, c.tail, 0);
+    } else {
+      __defero_hint_neighbor(head, c.tail);
+      p = defero_malloc(c.kSize);
+    }
+    ASSERT_NE(p, nullptr);
+    const Stats s1 = stats();
+    EXPECT_NE(p, c.hole) << "a hop took the hole in its tail's K-class";
+    EXPECT_EQ(p, decoy) << "a hop did not take malloc's slot";
+    EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 1);
+    EXPECT_EQ(num(s1, "hints.neighbor") - num(s0, "hints.neighbor"), 1);
+    // The list is the thread's last now: its next node is no hop and goes
+    // right above the new tail.
+    void *q = __defero_new_hinted(c.kSize, 1, head, p, 0);
+    EXPECT_EQ(q, above) << "the insert after a hop did not continue above it";
+    defero_free(q);
+    defero_free(p);
+  }
+}
+
+// Under DEFERO_POLICY=best every neighbour hint is placed: a hop with no
+// room beside its anchor takes the hole in the anchor's K-class.
+TEST(CApiBestPolicy, AHopFromAnotherListIsPlacedInItsTailsKClass) {
+  ASSERT_EQ(stats().at("policy"), "best") << "CTest runs this suite with DEFERO_POLICY=best";
+  TailInACrowd c;
+  makeTailInACrowd(c);
+  if (HasFatalFailure())
+    return;
+  static void *head[2];
+  static int other;
+  linkAlone(head, c.tail);
+  c.release(c.hole_at);
+  insertedLastInto(&other);
+  void *const decoy = c.release(10);
+  void *p = __defero_new_hinted(c.kSize, 1, head, c.tail, 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p, decoy);
+  EXPECT_EQ(p, c.hole) << "the node went " << static_cast<long long>(addr(p) - addr(c.tail))
+                       << " bytes from its tail, not into the hole in its K-class";
+  defero_free(p);
 }
 
 // Under DEFERO_POLICY=first a hinted node that has no container policy of
