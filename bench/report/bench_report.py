@@ -290,16 +290,19 @@ def run_apps(r, a, apps, peers, reps):
                         for p, lib in peers if os.path.isfile(lib)]
             configs += [(f"defero, preloaded (no hints), {CLANG_BUILD}", "defero", clang,
                          {"LD_PRELOAD": a.libdefero})]
-        sums = {}
-        for label, group, binary, env in configs:
-            times, rss = [], 0
-            for _ in range(reps):
+        # Round by round, every configuration once a round: a slow spell of
+        # this shared machine falls on all of them alike, not on the few
+        # that happened to run then (ratios to the peers stay comparable).
+        sums, times, rss = {}, {c[0]: [] for c in configs}, {c[0]: 0 for c in configs}
+        for _ in range(reps):
+            for label, group, binary, env in configs:
                 ms, checksum, peak = r.run_app(f"{name}, {label}", binary, env, args)
-                times.append(ms)
-                rss = max(rss, peak)
+                times[label].append(ms)
+                rss[label] = max(rss[label], peak)
                 sums[label] = checksum
-            times.sort()
-            out.append((name, label, group, times[len(times) // 2], rss))
+        for label, group, _, _ in configs:
+            t = sorted(times[label])
+            out.append((name, label, group, t[len(t) // 2], rss[label]))
         if len(set(sums.values())) != 1:
             fail(f"{name}: checksums differ between allocators: {sums}")
     return out
