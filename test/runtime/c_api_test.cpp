@@ -1148,14 +1148,15 @@ TEST(CApiDecayNow, AnEmptiedSpanGivesItsMemoryBackAtOnce) {
 // nodes: peak footprint 13.3 -> 12.7 MB).
 namespace {
 
-/// 3000 live blocks of 48 B and, among them, a list's tail deep inside a
-/// contiguous stretch (every slot within a line or two of it live) with a
-/// live block a few slots above it in its K-class: `hole`, to free.
-struct TailInACrowd {
+/// 3000 live blocks of 48 B and, among them, the only node of a list
+/// (`tail`) deep inside a contiguous stretch (every slot within a line or
+/// two of it live) and, a few slots above it in its K-class, one free
+/// slot: `hole`.
+struct ListInACrowd {
   static constexpr std::size_t kSize = 48, kBlocks = 3000;
   std::vector<void *> blocks;
   void *tail = nullptr, *hole = nullptr;
-  ~TailInACrowd() {
+  ~ListInACrowd() {
     for (void *b : blocks)
       if (b)
         defero_free(b);
@@ -1167,10 +1168,17 @@ struct TailInACrowd {
     blocks[i] = nullptr;
     return b;
   }
-  std::size_t tail_at = 0, hole_at = 0;
 };
 
-void makeTailInACrowd(TailInACrowd &c) {
+/// Links `tail` as the only node of the list whose header is `head`.
+void linkAlone(void **head, void *tail) {
+  head[0] = head[1] = tail;
+  static_cast<void **>(tail)[0] = head;
+  static_cast<void **>(tail)[1] = head;
+}
+
+/// Makes c, with `head` the header of the tail's list.
+void makeListInACrowd(ListInACrowd &c, void **head) {
   for (std::size_t i = 0; i < c.kBlocks; ++i) {
     c.blocks.push_back(defero_malloc(c.kSize));
     ASSERT_NE(c.blocks.back(), nullptr);
@@ -1196,17 +1204,9 @@ void makeTailInACrowd(TailInACrowd &c) {
         hole = j;
   }
   ASSERT_NE(hole, 0u) << "no block a few slots above a tail in its class";
-  c.tail_at = --t;
-  c.hole_at = hole;
-  c.tail = c.blocks[t];
-  c.hole = c.blocks[hole];
-}
-
-/// Links `tail` as the only node of the list whose header is `head`.
-void linkAlone(void **head, void *tail) {
-  head[0] = head[1] = tail;
-  static_cast<void **>(tail)[0] = head;
-  static_cast<void **>(tail)[1] = head;
+  c.tail = c.blocks[--t];
+  c.hole = c.release(hole);
+  linkAlone(head, c.tail);
 }
 
 } // namespace
@@ -1215,14 +1215,12 @@ void linkAlone(void **head, void *tail) {
 // a hole in the tail's K-class (before a run of its own is cut).
 TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
   requireAutoPolicy();
-  TailInACrowd c;
-  makeTailInACrowd(c);
+  ListInACrowd c;
+  static void *head[2]; // a list the container table has never seen
+  makeListInACrowd(c, head);
   if (HasFatalFailure())
     return;
-  static void *head[2]; // a list the container table has never seen
-  linkAlone(head, c.tail);
   insertedLastInto(head); // (a hop from another list would take malloc's slot)
-  c.release(c.hole_at);
   void *p = __defero_new_hinted(c.kSize, 1, head, c.tail, 0);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p, c.hole) << "the node went " << static_cast<long long>(addr(p) - addr(c.tail))
@@ -1239,14 +1237,12 @@ TEST(CApiHints, AListWithNoRunTakesAHoleInItsTailsKClass) {
 // allocation. The next insert into the same list continues from it.
 TEST(CApiHints, AnInsertHoppingFromAnotherListTakesMallocsSlotWhenItsTailHasNoRoom) {
   requireAutoPolicy();
-  TailInACrowd c;
-  makeTailInACrowd(c);
+  ListInACrowd c;
+  static void *head[2];
+  makeListInACrowd(c, head);
   if (HasFatalFailure())
     return;
-  static void *head[2];
   static int other;
-  linkAlone(head, c.tail);
-  c.release(c.hole_at);
   for (bool fused : {true, false}) {
     SCOPED_TRACE(fused ? "fused" : "one-shot hint");
     insertedLastInto(&other);
@@ -1285,14 +1281,12 @@ TEST(CApiHints, AnInsertHoppingFromAnotherListTakesMallocsSlotWhenItsTailHasNoRo
 // room beside its anchor takes the hole in the anchor's K-class.
 TEST(CApiBestPolicy, AHopFromAnotherListIsPlacedInItsTailsKClass) {
   ASSERT_EQ(stats().at("policy"), "best") << "CTest runs this suite with DEFERO_POLICY=best";
-  TailInACrowd c;
-  makeTailInACrowd(c);
+  ListInACrowd c;
+  static void *head[2];
+  makeListInACrowd(c, head);
   if (HasFatalFailure())
     return;
-  static void *head[2];
   static int other;
-  linkAlone(head, c.tail);
-  c.release(c.hole_at);
   insertedLastInto(&other);
   void *const decoy = c.release(10);
   void *p = __defero_new_hinted(c.kSize, 1, head, c.tail, 0);
