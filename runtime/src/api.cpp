@@ -292,12 +292,7 @@ void *newHintedInOrder(defero::LocalHeap *h, std::size_t size, const void *conta
   if (__builtin_expect(p == nullptr, 0))
     p = defero::newSlow(size, 0, false); // (operator new's loop: never null)
   h->count.hint_same_class.add(h->sameClass(where, p));
-  // A continuation takes slots of h's own spans only (malloc may hand out
-  // another thread's block that this thread freed).
-  defero::SlotPage *pg = defero::PageArena::get().spanOf(p);
-  if (pg && pg->owner != h)
-    pg = nullptr;
-  h->noteRecent(container, p, pg, pg ? pg->slotHolding(p) : 0, size, defero::kHintNeighbor - 1);
+  defero::noteRecentBlock(h, container, p, size, defero::kHintNeighbor - 1);
   return p;
 }
 

@@ -135,10 +135,7 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     p = h->malloc(cls);
   if (!p)
     return nullptr;
-  SlotPage *ppg = PageArena::get().spanOf(p);
-  if (ppg && ppg->owner != h) // (malloc's slot may be another heap's block)
-    ppg = nullptr;
-  h->noteRecent(hint.container, p, ppg, ppg ? ppg->slotHolding(p) : 0, sz, hint.kind - 1u);
+  noteRecentBlock(h, hint.container, p, sz, hint.kind - 1u);
   if (cs->policy >= 0) // placed by its policy: no continuation on the fast path
     h->recent.size = ~std::size_t{0};
   h->count.hinted_allocs.add(1);

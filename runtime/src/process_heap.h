@@ -241,6 +241,18 @@ extern bool g_place_default;
 /// containers (hopsContainers). Set once, before any thread has a heap.
 extern bool g_auto_default;
 
+/// Records p, a block malloc or a placement just gave h for `container` (a
+/// request of sz bytes, a hint of kind row + 1), as h's recent node. The
+/// continuation fast path takes slots above it only in a span of h's own:
+/// malloc may hand out another heap's block that this thread freed.
+inline void noteRecentBlock(LocalHeap *h, const void *container, const void *p,
+                            std::size_t sz, unsigned row) {
+  SlotPage *pg = PageArena::get().spanOf(p);
+  if (pg && pg->owner != h)
+    pg = nullptr;
+  h->noteRecent(container, p, pg, pg ? pg->slotHolding(p) : 0, sz, row);
+}
+
 /// Whether a neighbour hint for `container`, placed by a predicate `auto`,
 /// hops: the thread's previous hinted allocation served another container
 /// (adjacency lists built edge by edge, cells refilled in turn). When its
