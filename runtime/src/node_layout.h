@@ -4,6 +4,11 @@
 // neighbour's links to tell whether the new node goes before it (below it
 // in memory) or after it.
 //
+// treePath walks a red-black tree node's parent links up to the tree's
+// header (libstdc++'s _Rb_tree_node_base: {color, parent, left, right}),
+// checking each link is a block of the window before reading it: about 12
+// instructions a level, on nodes the insert's descent just read.
+//
 // Cost: linksBefore reads the neighbour's two words and, for a node in the
 // middle of a list, its prev's first word (after checking prev is a block
 // of the window or the header, so the read cannot fault): about 15
@@ -64,4 +69,40 @@ inline __attribute__((always_inline)) bool linksBefore(const PendingHint &hint) 
   return false;
 }
 
+/// libstdc++'s red-black tree node (_Rb_tree_node_base): where its parent
+/// and left links lie (the value follows the four words).
+inline constexpr unsigned kRbParentWord = 1, kRbLeftWord = 2;
+/// The deepest path treePath follows: a red-black tree of n nodes is at
+/// most 2 log2(n + 1) deep, so 64 levels hold any tree of up to 2^32 nodes.
+inline constexpr unsigned kRbMaxDepth = 64;
+
+/// The path from the root of `container`'s red-black tree to `node`, one
+/// of its nodes: bit i of `bits` is the step i levels above `node` (1: a
+/// right child), so the root's first step is the highest of `depth` bits
+/// (depth 0: node is the root). False (nothing read out of bounds) when a
+/// link is not a 16-byte-aligned block of the window nor the header in the
+/// container object: a hint that does not name a node of that tree, which
+/// is then placed without its path, or a path deeper than kRbMaxDepth.
+inline bool treePath(const void *node, const void *container, std::uint64_t &bits,
+                     unsigned &depth) {
+  bits = 0;
+  depth = 0;
+  const PageArena &a = PageArena::get();
+  const void *x = node;
+  for (;;) {
+    if ((reinterpret_cast<std::uintptr_t>(x) & 15) != 0 || !a.spanOf(x))
+      return false;
+    const void *parent = static_cast<const void *const *>(x)[kRbParentWord];
+    if (inContainer(parent, container))
+      return true; // x is the root (its parent is the header)
+    if (++depth > kRbMaxDepth || (reinterpret_cast<std::uintptr_t>(parent) & 15) != 0 ||
+        !a.spanOf(parent))
+      return false;
+    const bool right = static_cast<const void *const *>(parent)[kRbLeftWord] != x;
+    bits |= std::uint64_t{right} << (depth - 1);
+    x = parent;
+  }
+}
+
 } // namespace defero
+

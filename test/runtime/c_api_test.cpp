@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <new>
 #include <string>
@@ -488,6 +490,110 @@ TEST(CApiHints, TreeHintWithAHeapParentGivesAHintedAllocation) {
   for (void *x : {p, q, static_cast<void *>(root), static_cast<void *>(right),
                   static_cast<void *>(leaf)})
     defero_free(x);
+}
+
+namespace {
+/// std::allocator's twin over defero_malloc (so a set's nodes consume the
+/// tree hint sent before its insert).
+template <class T> struct DeferoAlloc {
+  using value_type = T;
+  DeferoAlloc() = default;
+  template <class U> DeferoAlloc(const DeferoAlloc<U> &) {}
+  T *allocate(std::size_t n) { return static_cast<T *>(defero_malloc(n * sizeof(T))); }
+  void deallocate(T *p, std::size_t) { defero_free(p); }
+  template <class U> bool operator==(const DeferoAlloc<U> &) const { return true; }
+};
+using HintedSet = std::set<int, std::less<int>, DeferoAlloc<int>>;
+
+/// Inserts k into s with the tree hint the plugin sends for it: the new
+/// leaf's parent (the successor if it has no left child, else the
+/// predecessor) and the side.
+void insertHinted(HintedSet &s, int k) {
+  auto pos = s.lower_bound(k);
+  if (pos != s.end() && *pos == k)
+    return;
+  const void *parent = &s; // (an empty set: the header)
+  int left = 1;
+  if (!s.empty()) {
+    auto *succ = pos == s.end() ? nullptr : reinterpret_cast<const RbNode *>(pos._M_node);
+    if (succ && succ->left == nullptr) {
+      parent = succ;
+    } else {
+      parent = std::prev(pos)._M_node;
+      left = 0;
+    }
+  }
+  __defero_hint_tree(&s, parent, left);
+  s.insert(pos, k);
+}
+
+/// The first `bits` steps of node's path from the root (1: right), or -1
+/// for a node less deep.
+long long pathPrefix(const RbNode *node, const void *header, unsigned bits) {
+  std::uint64_t steps = 0;
+  unsigned depth = 0;
+  for (const RbNode *x = node; x->parent != header; x = x->parent)
+    steps |= std::uint64_t{x->parent->left != x} << depth++;
+  return depth < bits ? -1 : static_cast<long long>(steps >> (depth - bits));
+}
+} // namespace
+
+TEST(CApiTrees, TheSubtreesOfALargeTreeFillPagesOfTheirOwn) {
+  requireAutoPolicy();
+  // Keys inserted in random order: without zones each node lands where
+  // the tree's run was when it came, so every subtree is spread over
+  // nearly all the tree's pages.
+  auto s = std::make_unique<HintedSet>();
+  unsigned x = 12345;
+  for (int i = 0; i < 60000; ++i) {
+    x = x * 1103515245u + 12345u;
+    insertHinted(*s, static_cast<int>(x >> 4));
+  }
+  const void *header = reinterpret_cast<const char *>(s.get()) + 8;
+  std::map<long long, std::set<std::uintptr_t>> pages_of; // subtree -> its pages
+  std::set<std::uintptr_t> all;
+  for (auto it = s->begin(); it != s->end(); ++it) {
+    auto *n = reinterpret_cast<const RbNode *>(it._M_node);
+    all.insert(addr(n) >> 12);
+    if (const long long sub = pathPrefix(n, header, 6); sub >= 0)
+      pages_of[sub].insert(addr(n) >> 12);
+  }
+  ASSERT_EQ(pages_of.size(), 64u);
+  std::size_t pages = 0;
+  for (const auto &[sub, p] : pages_of)
+    pages += p.size();
+  const double mean = static_cast<double>(pages) / 64;
+  // A subtree of about 940 nodes (1/64 of the tree) fills a few dozen
+  // pages (at two slots a node of 48 bytes: 22 at the least): 124 of the
+  // tree's 865 in zones, 381 of 805 without.
+  EXPECT_LT(mean, static_cast<double>(all.size()) / 4)
+      << "a subtree's nodes lie on " << mean << " of the tree's " << all.size() << " pages";
+  s.reset();
+}
+
+TEST(CApiHints, ATreeHintWhoseParentLinksLoopIsPlacedWithoutItsPath) {
+  requireAutoPolicy();
+  static int container;
+  // A crowd of nodes (no room beside the anchor), two of them naming each
+  // other as parent: a walk to the root would never end.
+  std::vector<RbNode *> crowd;
+  for (int i = 0; i < 256; ++i)
+    crowd.push_back(static_cast<RbNode *>(defero_malloc(sizeof(RbNode) + 16)));
+  RbNode *a = crowd[128], *b = crowd[129];
+  *a = RbNode{0, b, nullptr, nullptr};
+  *b = RbNode{0, a, a, nullptr};
+  const Stats s0 = stats();
+  for (int i = 0; i < 64; ++i) {
+    __defero_hint_tree(&container, a, i & 1);
+    void *p = defero_malloc(sizeof(RbNode) + 16);
+    ASSERT_NE(p, nullptr);
+    crowd.push_back(static_cast<RbNode *>(p));
+  }
+  EXPECT_EQ(num(stats(), "hinted_allocs") - num(s0, "hinted_allocs"), 64);
+  EXPECT_EQ(a->parent, b) << "the nodes were only read";
+  EXPECT_EQ(b->parent, a);
+  for (RbNode *n : crowd)
+    defero_free(n);
 }
 
 TEST(CApiHints, FusedHintedNew) {

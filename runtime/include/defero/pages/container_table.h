@@ -56,6 +56,7 @@ struct ContainerSlot {
   std::uint8_t k = 0;      // 0: the process default
   std::uint8_t runs = 0;   // runs opened so far (each next one is larger)
   std::uint32_t epoch = 0;
+  std::uint8_t depth = 0;  // a tree's deepest insert seen off the fast path
 };
 
 class ContainerTable {

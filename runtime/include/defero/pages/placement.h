@@ -135,7 +135,11 @@ public:
   /// The next slot of c's run that grows `down` (or up), `stride` slots on
   /// from the last, opening a run if it has none or it is used up:
   /// contiguous memory in address order.
-  void *takeRun(ContainerSlot &c, unsigned cls, bool down, unsigned stride = 1) {
+  /// `zone`: c is a tree's zone (hint_channel.cpp), whose runs are cut
+  /// only from a span of their own, fresh or empty: a span with holes
+  /// would interleave the zone's nodes with other zones' and containers'.
+  void *takeRun(ContainerSlot &c, unsigned cls, bool down, unsigned stride = 1,
+                bool zone = false) {
     Run &r = down ? c.down : c.up;
     if (r.span && r.span->cls == cls) {
       const unsigned j = down ? r.span->findInRangeDown(r.lo, r.next)
@@ -148,13 +152,13 @@ public:
     // have taken the slots next to it); a span with none gives way to a
     // mostly free or a fresh one.
     const bool small = c.runs < kSmallRuns;
-    SlotPage *&run_span = run_[small][down][cls];
+    SlotPage *&run_span = run_[zone ? 2 : small][down][cls];
     SlotPage *rp = run_span;
     unsigned j = rp ? uncutSlot(rp, down) : kNoSlot;
     if (j == kNoSlot) {
       if (rp)
         retireRun(rp);
-      rp = this->takeMostlyFree(cls, small ? 3 : 1);
+      rp = zone ? nullptr : this->takeMostlyFree(cls, small ? 3 : 1);
       if (!rp) {
         this->reclaimIfGrowing(cls);
         rp = this->takeOtherEmptyOrCarve(cls);
@@ -300,13 +304,14 @@ private:
     return lo > rp->run_cursor ? lo : rp->run_cursor;
   }
 
-  /// Per run size (0 a container's runs from its kSmallRuns-th on, 1 its
-  /// first ones), direction (0 up, 1 down) and size class, the span runs
-  /// are cut from: a container's consecutive runs of one direction lie end
-  /// to end in it, not between the other direction's, and a small
-  /// container's runs fill the holes of spans up to three quarters used
-  /// while a growing container's come from spans at most a quarter used.
-  SlotPage *run_[2][2][kClasses] = {};
+  /// Per kind of run (0 a container's runs from its kSmallRuns-th on, 1 its
+  /// first ones, 2 a tree's zones'), direction (0 up, 1 down) and size
+  /// class, the span runs are cut from: a container's consecutive runs of
+  /// one direction lie end to end in it, not between the other direction's,
+  /// and a small container's runs fill the holes of spans up to three
+  /// quarters used while a growing container's come from spans at most a
+  /// quarter used, and zones' from fresh or empty spans only.
+  SlotPage *run_[3][2][kClasses] = {};
   ContainerTable containers_;
 };
 
