@@ -6,8 +6,8 @@
 //
 // treePath walks a red-black tree node's parent links up to the tree's
 // header (libstdc++'s _Rb_tree_node_base: {color, parent, left, right}),
-// checking each link is a block of the window before reading it: about 12
-// instructions a level, on nodes the insert's descent just read.
+// checking each link lies in the window's carved part before reading it:
+// about 10 instructions a level, on nodes the insert's descent just read.
 //
 // Cost: linksBefore reads the neighbour's two words and, for a node in the
 // middle of a list, its prev's first word (after checking prev is a block
@@ -80,23 +80,30 @@ inline constexpr unsigned kRbMaxDepth = 64;
 /// of its nodes: bit i of `bits` is the step i levels above `node` (1: a
 /// right child), so the root's first step is the highest of `depth` bits
 /// (depth 0: node is the root). False (nothing read out of bounds) when a
-/// link is not a 16-byte-aligned block of the window nor the header in the
-/// container object: a hint that does not name a node of that tree, which
+/// link is neither a 16-byte-aligned node in the carved part of the window
+/// nor the header in the container object: a hint that does not name a node of that tree, which
 /// is then placed without its path, or a path deeper than kRbMaxDepth.
 inline bool treePath(const void *node, const void *container, std::uint64_t &bits,
                      unsigned &depth) {
+  // A node: 16-byte aligned, its four words in the window's carved part
+  // (read once: it only grows).
+  const std::uintptr_t base = PageArena::get().base(), carved = PageArena::get().carvedBytes();
   bits = 0;
   depth = 0;
-  const PageArena &a = PageArena::get();
-  const void *x = node;
-  for (;;) {
-    if ((reinterpret_cast<std::uintptr_t>(x) & 15) != 0 || !a.spanOf(x))
-      return false;
+  if (carved < 4 * sizeof(void *))
+    return false;
+  const std::uintptr_t last = carved - 4 * sizeof(void *);
+  auto isNode = [base, last](const void *p) {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - base;
+    return (off & 15) == 0 && off <= last;
+  };
+  if (!isNode(node))
+    return false;
+  for (const void *x = node;;) {
     const void *parent = static_cast<const void *const *>(x)[kRbParentWord];
     if (inContainer(parent, container))
       return true; // x is the root (its parent is the header)
-    if (++depth > kRbMaxDepth || (reinterpret_cast<std::uintptr_t>(parent) & 15) != 0 ||
-        !a.spanOf(parent))
+    if (++depth > kRbMaxDepth || !isNode(parent))
       return false;
     const bool right = static_cast<const void *const *>(parent)[kRbLeftWord] != x;
     bits |= std::uint64_t{right} << (depth - 1);

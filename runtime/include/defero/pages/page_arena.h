@@ -169,6 +169,9 @@ public:
     return reinterpret_cast<std::uintptr_t>(p) - base() <
            __atomic_load_n(&limit_, __ATOMIC_RELAXED);
   }
+  /// Bytes of the window's carved part, from base(): it stays readable
+  /// (memory given back is discarded, never unmapped), and only grows.
+  std::size_t carvedBytes() const { return __atomic_load_n(&limit_, __ATOMIC_RELAXED); }
   /// Bytes of the window handed out as spans (the small heap's footprint).
   std::size_t usedBytes() const { return window_.usedBytes(); }
 
