@@ -66,7 +66,7 @@ const void *zoneKey(const void *container, std::uint64_t prefix, unsigned bits) 
 /// node above the zones' depth, an anchor that is not a node of the tree).
 /// cs, the tree's entry, is looked up again after the zone's (which may
 /// move it, or forget it with the whole table: then its policy and depth
-/// are kept); null if the table cannot be mapped.
+/// are kept).
 void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, unsigned cls, const void *container,
                  const void *anchor, bool left) {
   std::uint64_t steps;
@@ -204,7 +204,7 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
       p = h->takeInClass(pg, anchor, !down);
     if (!p && pg && hint.kind == kHintTree) {
       p = takeInZone(h, cs, cls, hint.container, anchor, down);
-      if (!cs) // (no memory for the table)
+      if (!cs) // (never: a table once mapped stays mapped)
         return p ? p : h->malloc(cls);
     }
     if (!p && !hop && (pg || (down ? cs->down.span : cs->up.span)))
