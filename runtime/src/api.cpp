@@ -262,7 +262,8 @@ void *newHintedBeside(std::size_t size, int kind, const void *container, const v
   if (defero::fastAnchor(h, anchored))
     if (void *p = defero::placeBeside(h, size, anchored))
       return p;
-  if (defero::g_auto_default && defero::hopsContainers(h, kind, container))
+  if (defero::g_auto_default && defero::hopsContainers(h, kind, container) &&
+      !defero::namesEmptyContainer(where, container))
     return newHintedInOrder(h, size, container, where);
   return newHintedSlow(h, size, kind, side, container, where, anchored.searched);
 }

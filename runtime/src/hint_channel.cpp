@@ -135,7 +135,8 @@ void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth)
 /// Places a small block of class cls that carries a hint, under the
 /// container's policy: beside the anchor (the neighbour, the parent on the
 /// side of the insert, or the thread's last node of the container) if a
-/// slot within a line or two of it is free; else, for a neighbour hint
+/// slot within a line or two of it is free; else, for the first node of an
+/// empty list, a cell of two lines of its own (takeCell); else, for a neighbour hint
 /// that hops from another container under Auto, malloc's slot
 /// (hopsContainers); else, for a list with no run yet, a free slot in the
 /// anchor's K-class; else the next slot of the container's run; else, for
@@ -171,7 +172,13 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
   // that is empty starts afresh, whatever an earlier container at the same
   // address left in the table (so placement never depends on which
   // addresses a program's containers happen to reuse).
-  if (inContainer(anchor, hint.container)) {
+  // A list's cell is its own: a container of another kind at the same
+  // address later (a hashtable or a tree built where the list was) does
+  // not continue it.
+  const bool fresh = inContainer(anchor, hint.container) ||
+                     (hint.kind == kHintNeighbor && anchor == nullptr);
+  if (fresh || (cs->cell && hint.kind != kHintNeighbor)) {
+    cs->cell = 0;
     cs->up = pages::Run{};
     cs->down = pages::Run{};
     cs->runs = 0;
@@ -207,6 +214,10 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
       if (!cs) // (never: a table once mapped stays mapped)
         return p ? p : h->malloc(cls);
     }
+    // A list's first node opens a cell of its own (two cache lines), hop
+    // or not: its next nodes go beside it.
+    if (!p && fresh && hint.kind == kHintNeighbor && namesEmptyContainer(anchor, hint.container))
+      p = h->takeCell(*cs, cls);
     if (!p && !hop && (pg || (down ? cs->down.span : cs->up.span)))
       p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
   }

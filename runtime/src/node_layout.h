@@ -45,6 +45,22 @@ inline bool inContainer(const void *p, const void *c) {
          kHeaderReach;
 }
 
+/// Whether a neighbour hint names an empty container: no anchor, or an
+/// anchor in the container object at c (its header) whose first link points
+/// back at the header (std::list) or is null (std::forward_list, the
+/// hashtables' before-begin node). An insert at the front of a non-empty
+/// hashtable or forward_list also names the header, but its link names
+/// the first node. The header is read only when it lies in the container
+/// object, which the program keeps live while it inserts.
+inline bool namesEmptyContainer(const void *anchor, const void *c) {
+  if (anchor == nullptr) // (std::forward_list's push_front names its first node: none)
+    return true;
+  if (!inContainer(anchor, c) || (reinterpret_cast<std::uintptr_t>(anchor) & 7) != 0)
+    return false;
+  const void *next = *static_cast<const void *const *>(anchor);
+  return next == anchor || next == nullptr;
+}
+
 /// Whether the hinted node goes before its anchor in the container's order,
 /// so below it in memory: a left child; a list node inserted before its
 /// neighbour (push_front, insert(pos) in the middle). A list node is told

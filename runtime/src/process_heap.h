@@ -264,6 +264,8 @@ inline void noteRecentBlock(LocalHeap *h, const void *container, const void *p,
 /// nodes it reached together; placed apart, with fewer of callgrind's
 /// misses, its search ran 1.3x slower on this machine). A run of inserts
 /// into one container (a list built, a set filled) is placed as before.
+/// The first node of an empty list is no hop: it opens the list's cell
+/// (PlacementLayer::takeCell), which its next nodes fill, hop or not.
 DEFERO_ALWAYS_INLINE bool hopsContainers(const LocalHeap *h, int kind, const void *container) {
   return kind == kHintNeighbor && container != h->recent.container;
 }
@@ -403,17 +405,7 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint
     return nullptr; // ProcessHeap::hinted uncaches it first (no call here)
   if (__builtin_expect(pg->isFree(i), 0))
     return nullptr; // a remembered anchor since freed (ProcessHeap::hinted)
-  const unsigned reach = LocalHeap::lineReach(cls);
-  unsigned j;
-  if (linksBefore(hint)) {
-    j = pg->findDown(i, reach);
-    if (j == pages::kNoSlot)
-      j = pg->findUp(i, reach);
-  } else {
-    j = pg->findUp(i, reach);
-    if (j == pages::kNoSlot)
-      j = pg->findDown(i, reach);
-  }
+  const unsigned j = LocalHeap::findBeside(pg, i, LocalHeap::lineReach(cls), !linksBefore(hint));
   if (j == pages::kNoSlot) {
     hint.searched = 1; // (the full path need not search again)
     return nullptr;

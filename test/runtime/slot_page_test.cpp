@@ -60,6 +60,40 @@ struct Model {
       return up_first ? u : d;
     return u - i < i - d ? u : d;
   }
+  // g free slots in a row from the lowest s in [lo, hi), s a multiple of
+  // g if g is a power of two, the g slots in one bitmap word.
+  unsigned group(unsigned lo, unsigned hi, unsigned g) const {
+    const bool aligned = (g & (g - 1)) == 0;
+    for (unsigned s = lo; s + g <= hi && s + g <= free.size(); ++s) {
+      if ((aligned && s % g != 0) || s / 64 != (s + g - 1) / 64)
+        continue;
+      bool all = true;
+      for (unsigned k = 0; k < g; ++k)
+        all = all && free[s + k];
+      if (all)
+        return s;
+    }
+    return kNoSlot;
+  }
+  // A free slot of i's aligned cell of g slots: the nearest above i first
+  // (up_first), else the nearest below, or the mirror.
+  unsigned inCell(unsigned i, unsigned g, bool up_first) const {
+    const unsigned c = i - i % g;
+    unsigned above = kNoSlot, below = kNoSlot;
+    for (unsigned j = i + 1; j < c + g && j < free.size(); ++j)
+      if (free[j]) {
+        above = j;
+        break;
+      }
+    for (unsigned j = i; j-- > c;)
+      if (free[j]) {
+        below = j;
+        break;
+      }
+    if (up_first)
+      return above != kNoSlot ? above : below;
+    return below != kNoSlot ? below : above;
+  }
   unsigned nearest(unsigned i, bool up_first) const {
     return near(i, static_cast<unsigned>(free.size()), up_first);
   }
@@ -82,7 +116,7 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
     const unsigned i = static_cast<unsigned>(rng() % slots);
     const unsigned r = 1 + static_cast<unsigned>(rng() % 70);
     const bool up_first = rng() % 2;
-    switch (rng() % 8) {
+    switch (rng() % 10) {
     case 0: { // unhinted malloc
       const unsigned want = m.lowest();
       const unsigned got = pg.takeLowest();
@@ -125,6 +159,30 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       ASSERT_EQ(pg.findInRange(lo, hi), m.inRange(lo, hi)) << "[" << lo << ", " << hi << ")";
       const unsigned want = m.inRangeDown(lo, hi);
       ASSERT_EQ(pg.findInRangeDown(lo, hi), want) << "down [" << lo << ", " << hi << ")";
+      if (want != kNoSlot) {
+        pg.take(want);
+        m.free[want] = false;
+      }
+      break;
+    }
+    case 8: { // a list's cell: g free slots in a row (1-16)
+      const unsigned g = 1 + static_cast<unsigned>(rng() % 16);
+      const unsigned lo = static_cast<unsigned>(rng() % slots);
+      const unsigned hi = lo + static_cast<unsigned>(rng() % (slots - lo + 1));
+      const unsigned want = m.group(lo, hi, g);
+      ASSERT_EQ(pg.findFreeGroup(lo, hi, g), want)
+          << "findFreeGroup(" << lo << ", " << hi << ", " << g << "), op " << op;
+      if (want != kNoSlot) {
+        pg.take(want);
+        m.free[want] = false;
+      }
+      break;
+    }
+    case 9: { // beside an anchor, in its cell first
+      const unsigned g = 1u << (rng() % 4); // 1, 2, 4, 8: the 128, 64, 32, 16-byte classes
+      const unsigned want = m.inCell(i, g, up_first);
+      ASSERT_EQ(pg.findInCell(i, g, up_first), want)
+          << "findInCell(" << i << ", " << g << ", " << up_first << "), op " << op;
       if (want != kNoSlot) {
         pg.take(want);
         m.free[want] = false;

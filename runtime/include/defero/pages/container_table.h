@@ -57,6 +57,7 @@ struct ContainerSlot {
   std::uint8_t runs = 0;   // runs opened so far (each next one is larger)
   std::uint32_t epoch = 0;
   std::uint8_t depth = 0;  // a tree's deepest insert seen off the fast path
+  std::uint8_t cell = 0;   // its runs began with a list's cell (takeCell)
 };
 
 class ContainerTable {

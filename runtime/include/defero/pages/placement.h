@@ -8,12 +8,19 @@
 // from the bottom of one span per size class and those that grow down from
 // the top of another, each next run where the last one (or the nodes
 // placed beside it) ended: a list that grows at both ends lies in two
-// address-ordered streams, broken only where a span ends. What a thread knows of the
-// containers it inserts into is a ContainerTable.
+// address-ordered streams, broken only where a span ends. The first node
+// of an empty list opens a cell instead: two aligned cache lines of free
+// slots (ceil(128 / size) of them), which the list's next nodes fill beside
+// it however many other lists are filled in between; a hole a list leaves
+// in its cell is its own next slot (findBeside looks in the anchor's cell
+// first). What a thread knows of the containers it inserts into is a
+// ContainerTable.
 //
 // Costs: beside an anchor, the anchor's span (page map), its slot (a
 // multiply), a masked tzcnt or lzcnt in one or two words; a run, a masked
-// tzcnt per word of the run.
+// tzcnt per word of the run; a cell, two shifts and ands and a tzcnt per
+// word of the cell span searched (and, when that span has none left, up to
+// kRunScan other spans' bitmaps).
 #pragma once
 
 #include <array>
@@ -91,15 +98,29 @@ public:
   /// none. (Not the nearest: a list or an in-order walk goes one way.)
   void *takeBeside(SlotPage *pg, const void *anchor, unsigned reach, bool up_first) {
     const unsigned i = slotOf(pg, anchor);
-    unsigned j = up_first ? pg->findUp(i, reach) : pg->findDown(i, reach);
-    if (j == kNoSlot)
-      j = up_first ? pg->findDown(i, reach) : pg->findUp(i, reach);
+    unsigned j = findBeside(pg, i, reach, up_first);
     if (j == kNoSlot)
       return nullptr;
     pg->take(j);
     notePlaced(pg);
     this->count.allocs[pg->cls].add(1);
     return pg->address(j);
+  }
+
+  /// A free slot within `reach` slots of slot i of pg (reach = lineReach
+  /// of pg's class): in i's cell first when the class has cells (a hole a
+  /// list left in its own two lines, not the next list's), then on the
+  /// side `up_first` names, then the other; kNoSlot if none.
+  static unsigned findBeside(const SlotPage *pg, unsigned i, unsigned reach, bool up_first) {
+    if ((reach & (reach - 1)) == 0) { // (16, 32, 64 and 128-byte classes: aligned cells)
+      const unsigned j = pg->findInCell(i, reach, up_first);
+      if (j != kNoSlot)
+        return j;
+    }
+    unsigned j = up_first ? pg->findUp(i, reach) : pg->findDown(i, reach);
+    if (j == kNoSlot)
+      j = up_first ? pg->findDown(i, reach) : pg->findUp(i, reach);
+    return j;
   }
 
   /// A free slot of pg in anchor's K-class, the first above anchor's slot
@@ -188,6 +209,47 @@ public:
     r = Run{rp, static_cast<std::uint16_t>(lo), static_cast<std::uint16_t>(hi),
             static_cast<std::uint16_t>(down ? hi : lo)};
     return takeFromRun(r, j, down, stride);
+  }
+
+  /// A list's first node (the list was empty): the first of g free slots
+  /// in a row, g = ceil(128 / slot size) (two cache lines, aligned for the
+  /// 16, 32 and 64-byte classes), which become c's run: its next nodes go
+  /// beside it. Cut from the uncut part of the span of first runs, else
+  /// from a mostly free span or a fresh one; the slots of a cell that is
+  /// not all free are never cut again for another list, so a list's cell
+  /// waits for its next nodes however long they take (debruijn_net's
+  /// lists get their second node a quarter of the build later).
+  void *takeCell(ContainerSlot &c, unsigned cls) {
+    const unsigned g = lineReach(cls);
+    SlotPage *&cell_span = cell_[cls];
+    SlotPage *rp = cell_span;
+    unsigned j = rp ? rp->findFreeGroup(rp->run_cursor, rp->run_top, g) : kNoSlot;
+    if (j == kNoSlot) {
+      if (rp)
+        retireRun(rp);
+      rp = this->takeWithGroup(cls, g, j);
+      if (!rp) {
+        j = 0;
+        rp = this->takeEmpty(cls);
+        if (!rp) {
+          this->reclaimIfGrowing(cls);
+          rp = this->takeOtherEmptyOrCarve(cls);
+        }
+      }
+      cell_span = rp;
+      if (!rp)
+        return nullptr;
+      rp->state = SpanState::Run;
+      rp->run_cursor = 0;
+      rp->run_top = static_cast<std::uint16_t>(rp->slots);
+    }
+    if (j + g > rp->run_cursor)
+      rp->run_cursor = static_cast<std::uint16_t>(j + g);
+    c.runs = 1;
+    c.cell = 1;
+    c.up = Run{rp, static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(j + g),
+               static_cast<std::uint16_t>(j)};
+    return takeFromRun(c.up, j, false, 1);
   }
 
   /// This thread's record of container c; nullptr if the table cannot be
@@ -312,6 +374,8 @@ private:
   /// quarters used while a growing container's come from spans at most a
   /// quarter used, and zones' from fresh or empty spans only.
   SlotPage *run_[3][2][kClasses] = {};
+  /// Per size class, the span lists' cells are cut from (takeCell).
+  SlotPage *cell_[kClasses] = {};
   ContainerTable containers_;
 };
 

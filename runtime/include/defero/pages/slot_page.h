@@ -44,6 +44,10 @@ inline constexpr unsigned kWordBits = 64;
 inline constexpr unsigned kMaxWords = 64;
 inline constexpr unsigned kMaxSlots = kWordBits * kMaxWords;
 inline constexpr unsigned kNoSlot = ~0u;
+/// Bits at the multiples of 2^k in a bitmap word, k = 0..4.
+inline constexpr std::uint64_t kGroupStarts[5] = {~std::uint64_t{0}, 0x5555555555555555u,
+                                                  0x1111111111111111u, 0x0101010101010101u,
+                                                  0x0001000100010001u};
 /// Bytes of a heap's per-class word cache and free stack (one line).
 inline constexpr unsigned kClassCacheBytes = 64;
 inline constexpr std::uint8_t kNoWord = 0xFF;
@@ -247,6 +251,35 @@ struct alignas(64) SlotPage {
     return static_cast<unsigned>((static_cast<Wide>(off) * inverse) >> 64);
   }
 
+  /// The lowest slot s in [lo, hi) such that the g slots from s are free
+  /// and lie in [lo, hi) and in one bitmap word, s a multiple of g when g
+  /// is a power of two (so that g slots of 128 / g bytes are two whole
+  /// cache lines); kNoSlot if none (none taken). 1 <= g <= 16. A shift
+  /// and an and per doubling of g, a tzcnt, per word of the range.
+  unsigned findFreeGroup(unsigned lo, unsigned hi, unsigned g) const {
+    if (lo >= hi || hi - lo < g)
+      return kNoSlot;
+    const bool aligned = (g & (g - 1)) == 0;
+    const std::uint64_t starts = aligned ? kGroupStarts[__builtin_ctz(g)] : ~std::uint64_t{0};
+    for (unsigned w = lo / kWordBits; w <= (hi - 1) / kWordBits; ++w) {
+      std::uint64_t m = free[w], span = 1; // m: bit i set iff slots i..i+span-1 free
+      while (span < g) {
+        const unsigned step = span * 2 <= g ? span : g - span;
+        m &= m >> step;
+        span += step;
+      }
+      m &= starts & (~std::uint64_t{0} >> (g - 1)); // (the group ends in this word)
+      const unsigned base = w * kWordBits;
+      if (base < lo)
+        m &= ~std::uint64_t{0} << (lo - base);
+      if (m) {
+        const unsigned s = base + static_cast<unsigned>(__builtin_ctzll(m));
+        return s + g <= hi ? s : kNoSlot;
+      }
+    }
+    return kNoSlot;
+  }
+
   /// The lowest free slot in [lo, hi), kNoSlot if none (not taken).
   unsigned findInRange(unsigned lo, unsigned hi) const {
     if (lo >= hi)
@@ -282,6 +315,25 @@ struct alignas(64) SlotPage {
         return kNoSlot;
       m = free[--w];
     }
+  }
+
+  /// A free slot in the aligned group of g slots holding slot i (g a power
+  /// of two, at most 64: a list's cell, PlacementLayer::takeCell): the
+  /// lowest above i if `up_first` and there is one, else the highest below
+  /// it, or the mirror; kNoSlot if the group is full. One word, a mask, a
+  /// tzcnt or lzcnt.
+  unsigned findInCell(unsigned i, unsigned g, bool up_first) const {
+    const unsigned b = i % kWordBits, lo = b & ~(g - 1);
+    const std::uint64_t cell = (g == kWordBits ? ~std::uint64_t{0} : ((std::uint64_t{1} << g) - 1) << lo);
+    const std::uint64_t m = free[i / kWordBits] & cell;
+    const std::uint64_t above = m & (~std::uint64_t{1} << b), below = m & ((std::uint64_t{1} << b) - 1);
+    const std::uint64_t first = up_first ? above : below, then = up_first ? below : above;
+    const unsigned base = i - b;
+    if (first)
+      return base + static_cast<unsigned>(up_first ? __builtin_ctzll(first) : 63 - __builtin_clzll(first));
+    if (then)
+      return base + static_cast<unsigned>(up_first ? 63 - __builtin_clzll(then) : __builtin_ctzll(then));
+    return kNoSlot;
   }
 
   /// The lowest free slot above i within r slots, kNoSlot if none. The

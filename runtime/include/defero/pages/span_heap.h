@@ -436,6 +436,38 @@ public:
     return pg;
   }
 
+  /// For a list's cell (PlacementLayer::takeCell): an Avail span of class
+  /// cls with g free slots in a row (SlotPage::findFreeGroup), taken off
+  /// its list, its group's first slot in `slot`; nullptr if none of the
+  /// kRunScan spans looked at has one. The look starts where the last one
+  /// stopped (a rover along the list, back to its head when the span it
+  /// names has left the list), so every listed span is looked at in turn
+  /// and the cells freed by cleared lists are reused before the heap
+  /// grows, whichever end of the list they are at.
+  SlotPage *takeWithGroup(unsigned cls, unsigned g, unsigned &slot) {
+    SlotPage *pg = rover_[cls];
+    if (!pg || pg->state != SpanState::Avail || pg->cls != cls || pg->owner != this)
+      pg = avail_[cls];
+    SlotPage *best = nullptr;
+    for (unsigned n = 0; pg && n < kRunScan; ++n) {
+      SlotPage *next = pg->next;
+      if ((!best || pg->used > best->used) && pg->used * 4u > pg->slots &&
+          pg->findFreeGroup(0, pg->slots, g) != kNoSlot)
+        best = pg;
+      pg = next ? next : (n + 1 < kRunScan ? avail_[cls] : nullptr);
+      if (pg == best)
+        break; // (the list is shorter than kRunScan)
+    }
+    rover_[cls] = pg;
+    if (!best)
+      return nullptr;
+    if (rover_[cls] == best)
+      rover_[cls] = best->next;
+    slot = best->findFreeGroup(0, best->slots, g);
+    unlink(best);
+    return best;
+  }
+
 protected:
   /// A span that never has room: Current of a class before its first
   /// malloc, so the fast path needs no null test.
@@ -563,6 +595,7 @@ protected:
   SlotPage *empty_[kClasses] = {};
   unsigned k_;
   unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
+  SlotPage *rover_[kClasses] = {}; // takeWithGroup's place in avail_
   std::uint32_t taken_ = 0; // spans taken by takeEmptyOrCarve since resetTaken
   SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
 };
