@@ -214,8 +214,9 @@ public:
   /// A list's first node (the list was empty): the first of g free slots
   /// in a row, g = ceil(128 / slot size) (two cache lines, aligned for the
   /// 16, 32 and 64-byte classes), which become c's run: its next nodes go
-  /// beside it. Cut from the uncut part of the span of first runs, else
-  /// from a mostly free span or a fresh one; the slots of a cell that is
+  /// beside it. Cut from the uncut part of the class's cell span (cell_),
+  /// else from an Avail span that has a free cell (SpanHeap::takeWithGroup),
+  /// else an empty or a fresh span; the slots of a cell that is
   /// not all free are never cut again for another list, so a list's cell
   /// waits for its next nodes however long they take (debruijn_net's
   /// lists get their second node a quarter of the build later).

@@ -439,7 +439,10 @@ public:
   /// For a list's cell (PlacementLayer::takeCell): an Avail span of class
   /// cls with g free slots in a row (SlotPage::findFreeGroup), taken off
   /// its list, its group's first slot in `slot`; nullptr if none of the
-  /// kRunScan spans looked at has one. The look starts where the last one
+  /// kRunScan spans looked at has one. Of those, the fullest, and none at
+  /// most a quarter used (those are left to containers' runs, which take
+  /// such spans whole: cells scattered into them sent the runs to fresh
+  /// spans). The look starts where the last one
   /// stopped (a rover along the list, back to its head when the span it
   /// names has left the list), so every listed span is looked at in turn
   /// and the cells freed by cleared lists are reused before the heap
@@ -456,7 +459,7 @@ public:
         best = pg;
       pg = next ? next : (n + 1 < kRunScan ? avail_[cls] : nullptr);
       if (pg == best)
-        break; // (the list is shorter than kRunScan)
+        break; // (the list is shorter than kRunScan: round again to best)
     }
     rover_[cls] = pg;
     if (!best)
