@@ -45,20 +45,14 @@ inline bool inContainer(const void *p, const void *c) {
          kHeaderReach;
 }
 
-/// Whether a neighbour hint names an empty container: no anchor, or an
-/// anchor in the container object at c (its header) whose first link points
-/// back at the header (std::list) or is null (std::forward_list, the
-/// hashtables' before-begin node). An insert at the front of a non-empty
-/// hashtable or forward_list also names the header, but its link names
-/// the first node. The header is read only when it lies in the container
-/// object, which the program keeps live while it inserts.
+/// Whether a neighbour hint names an empty container: no anchor
+/// (std::forward_list's push_front names its first node: none), or an
+/// anchor in the container object at c (std::list's header: the plugin and
+/// the stl-patch headers name it only when the list is empty, the tail
+/// being header->prev). Nothing is read: a nonsense container and anchor
+/// cost no fault (a hashtable's hints are container hints, never these).
 inline bool namesEmptyContainer(const void *anchor, const void *c) {
-  if (anchor == nullptr) // (std::forward_list's push_front names its first node: none)
-    return true;
-  if (!inContainer(anchor, c) || (reinterpret_cast<std::uintptr_t>(anchor) & 7) != 0)
-    return false;
-  const void *next = *static_cast<const void *const *>(anchor);
-  return next == anchor || next == nullptr;
+  return anchor == nullptr || inContainer(anchor, c);
 }
 
 /// Whether the hinted node goes before its anchor in the container's order,

@@ -1471,6 +1471,31 @@ TEST(CApiHints, ListsFilledInTurnKeepEachListInACellOfTwoLines) {
   }
 }
 
+// A neighbour hint whose container and anchor are nonsense (unmapped, odd,
+// null, the anchor "in" a container object that is not there) still gives
+// a usable block: the runtime reads no header to decide that a list is
+// empty, so nothing faults.
+TEST(CApiHints, ANonsenseContainerAndAnchorGetABlockAndNoFault) {
+  const std::uintptr_t bad[][2] = {{1, 8}, {0xdead0000, 0xdead0008}, {0xdead0000, 0xdead0003},
+                                   {0, 0}, {0xdead0000, 0}, {~std::uintptr_t{0} - 8, 8}};
+  for (bool fused : {true, false})
+    for (const auto &b : bad) {
+      SCOPED_TRACE(testing::Message() << (fused ? "fused " : "one-shot ") << b[0] << ", " << b[1]);
+      const void *c = reinterpret_cast<const void *>(b[0]), *w = reinterpret_cast<const void *>(b[1]);
+      void *p;
+      if (fused) {
+        p = __defero_new_hinted(24, 1, c, w, 0);
+      } else {
+        __defero_hint_neighbor(c, w);
+        p = defero_malloc(24);
+      }
+      ASSERT_NE(p, nullptr);
+      std::memset(p, 0x5a, 24);
+      EXPECT_GE(defero_usable_size(p), 24u);
+      defero_free(p);
+    }
+}
+
 // The cells of cleared lists are taken again before the heap grows: half
 // of 6,000 lists cleared and refilled in turn (192 KiB of cells) leave the
 // peak footprint within one span of where it was, each list still in one
