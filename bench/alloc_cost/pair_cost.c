@@ -10,9 +10,12 @@
  * hint ABI: under an allocator without Defero the call is skipped and the
  * count is malloc's. With `fused`, each node comes from the fused hint +
  * operator new the plugin's late pass emits for push_back
- * (__defero_new_hinted, kind 1: the tail is the neighbour).
+ * (__defero_new_hinted, kind 1: the tail is the neighbour). With `mixed`,
+ * every other node is instead made for a second container with the fused
+ * container hint (kind 3) that a std::map's operator[] or emplace sends:
+ * a list built while a map is filled between its inserts.
  *
- *   pair_cost ROUNDS SIZE [plain|hinted|fused]
+ *   pair_cost ROUNDS SIZE [plain|hinted|fused|mixed]
  *
  * Callgrind counts only run_rounds (--toggle-collect=run_rounds); the driver
  * (pair_cost.py) divides by ROUNDS * kBatch. Plain C, so the same binary runs
@@ -30,11 +33,12 @@ __attribute__((weak)) void *__defero_new_hinted(size_t size, int kind,
                                                 const void *container,
                                                 const void *where, int side);
 
-enum { kPlain, kHinted, kFused };
+enum { kPlain, kHinted, kFused, kMixed };
 
 static void *blocks[kBatch];
 static unsigned order[kBatch];
 static void *container[2]; /* the list's header: {next, prev} */
+static void *other[6];     /* the second container (mixed) */
 
 /* One copy of the loop per mode (the mode is a constant in each), so the
  * plain loop costs what it always did. */
@@ -44,7 +48,12 @@ static inline __attribute__((always_inline)) void rounds_of(unsigned long rounds
     void **prev = container;
     for (unsigned i = 0; i < kBatch; ++i) {
       void **p;
-      if (mode == kFused && prev != container) {
+      if (mode == kMixed && (i & 1)) {
+        if (!(blocks[i] = __defero_new_hinted(size, 3, other, 0, 0)))
+          abort();
+        continue;
+      }
+      if ((mode == kFused || mode == kMixed) && prev != container) {
         p = __defero_new_hinted(size, 1, container, prev, 0);
       } else {
         if (mode == kHinted && prev != container)
@@ -68,6 +77,8 @@ __attribute__((noinline)) void run_rounds(unsigned long rounds, size_t size,
                                           int mode) {
   if (mode == kFused)
     rounds_of(rounds, size, kFused);
+  else if (mode == kMixed)
+    rounds_of(rounds, size, kMixed);
   else if (mode == kHinted)
     rounds_of(rounds, size, kHinted);
   else
@@ -89,15 +100,18 @@ int main(int argc, char **argv) {
   if (argc < 3 || argc > 4 || !parse_ulong(argv[1], 1000000, &rounds) ||
       !parse_ulong(argv[2], 1 << 20, &size) || size < 2 * sizeof(void *) ||
       (argc == 4 && strcmp(argv[3], "plain") && strcmp(argv[3], "hinted") &&
-       strcmp(argv[3], "fused"))) {
+       strcmp(argv[3], "fused") && strcmp(argv[3], "mixed"))) {
     fprintf(stderr, "pair_cost: usage: pair_cost ROUNDS(1..1000000) "
-                    "SIZE(16..1048576) [plain|hinted|fused]\n");
+                    "SIZE(16..1048576) [plain|hinted|fused|mixed]\n");
     return 2;
   }
   const char *name = argc == 4 ? argv[3] : "plain";
-  const int mode = !strcmp(name, "hinted") ? kHinted : !strcmp(name, "fused") ? kFused : kPlain;
+  const int mode = !strcmp(name, "hinted")  ? kHinted
+                   : !strcmp(name, "fused") ? kFused
+                   : !strcmp(name, "mixed") ? kMixed
+                                            : kPlain;
   if ((mode == kHinted && !__defero_hint_neighbor) ||
-      (mode == kFused && !__defero_new_hinted)) {
+      ((mode == kFused || mode == kMixed) && !__defero_new_hinted)) {
     fprintf(stderr, "pair_cost: '%s' needs the Defero runtime (preload "
                     "libdefero.so)\n", name);
     return 2;

@@ -4,14 +4,18 @@ counted by callgrind (deterministic: the same on every run of a machine).
 
 Runs pair_cost (one binary) with each allocator preloaded, counts the
 instructions of its run_rounds function (loop included) and divides by the
-pairs it made. For libdefero it also counts the hinted variant (a neighbour
-hint before every malloc, as std::list::push_back sends).
+pairs it made. For libdefero it also counts the hinted variants: a
+neighbour hint before every malloc, as std::list::push_back sends; the
+fused hinted operator new the plugin emits for it; and mixed, the same list
+built while a second container takes every other node with the fused
+container hint (a std::map's operator[] between the list's inserts).
 
   pair_cost.py --program build/bin/pair_cost --allocator defero=LIB \
       [--allocator NAME=LIB ...] [--rounds N] [--size B] [--json OUT]
 
 The allocator named 'glibc' with LIB '-' is the system's (nothing preloaded).
-Prints a Markdown table; --json writes {name: {"plain": n, "hinted": n}}.
+Prints a Markdown table; --json writes {name: {"plain": n, "hinted": n,
+"fused": n, "mixed": n}}.
 """
 import json
 import os
@@ -65,13 +69,13 @@ def main():
         if name.startswith("defero"):
             res[name]["hinted"] = count(a.program, lib, a.rounds, a.size, "hinted")
             res[name]["fused"] = count(a.program, lib, a.rounds, a.size, "fused")
+            res[name]["mixed"] = count(a.program, lib, a.rounds, a.size, "mixed")
     print(f"| allocator | instructions per {a.size} B malloc+free pair | with a neighbour hint "
-          "| fused (__defero_new_hinted) |")
-    print("|---|---|---|---|")
+          "| fused (__defero_new_hinted) | fused, a list and a map filled in turn |")
+    print("|---|---|---|---|---|")
     for name, r in res.items():
-        h = f"{r['hinted']:.1f}" if "hinted" in r else "—"
-        fu = f"{r['fused']:.1f}" if "fused" in r else "—"
-        print(f"| {name} | {r['plain']:.1f} | {h} | {fu} |")
+        cols = [f"{r[m]:.1f}" if m in r else "—" for m in ("hinted", "fused", "mixed")]
+        print(f"| {name} | {r['plain']:.1f} | " + " | ".join(cols) + " |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

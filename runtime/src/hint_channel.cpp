@@ -136,9 +136,10 @@ void *ProcessHeap::allocPath(std::size_t sz, std::uint64_t bits, unsigned depth)
 /// container's policy: beside the anchor (the neighbour, the parent on the
 /// side of the insert, or the thread's last node of the container) if a
 /// slot within a line or two of it is free; else, for the first node of an
-/// empty list, a cell of two lines of its own (takeCell); else, for a neighbour hint
-/// that hops from another container under Auto, malloc's slot
-/// (hopsContainers); else, for a list with no run yet, a free slot in the
+/// empty list, a cell of two lines of its own (takeCell); else, for a
+/// neighbour or container hint that hops from another container under
+/// Auto, malloc's slot (hopsContainers; a container hint's leaves the
+/// thread's recent node as it was); else, for a list with no run yet, a free slot in the
 /// anchor's K-class; else the next slot of the container's run; else, for
 /// a container that has no run yet and no anchor here, an unhinted slot.
 void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
@@ -227,7 +228,10 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     p = h->malloc(cls);
   if (!p)
     return nullptr;
-  noteRecentBlock(h, hint.container, p, sz, hint.kind - 1u);
+  if (hop && hint.kind == kHintContainer) // (the recent node stays: hopsContainers)
+    noteHop(h, hint.container);
+  else
+    noteRecentBlock(h, hint.container, p, sz, hint.kind - 1u);
   if (cs->policy >= 0) // placed by its policy: no continuation on the fast path
     h->recent.size = ~std::size_t{0};
   h->count.hinted_allocs.add(1);

@@ -537,6 +537,21 @@ void *mallocFirst(std::size_t sz) {
   return p;
 }
 
+/// A one-shot container hint that hops (hopsContainers) under Auto with
+/// uniform policies: malloc's slot, counted as a hinted allocation (as the
+/// fused entry's newHintedInOrder).
+void *mallocHop(LocalHeap *h, std::size_t sz) {
+  noteHop(h, h->hint.container);
+  h->hint.kind = kHintNone;
+  tls.fast = h; // (not diverted: hintPoliciesUniform)
+  void *p = mallocFast(sz);
+  if (!p)
+    p = mallocSlowEntry(sz);
+  if (p)
+    h->count.hinted_allocs.add(1);
+  return p;
+}
+
 /// mallocFull once no one-shot hint continues the recent placement.
 __attribute__((noinline)) void *mallocBeside(std::size_t sz) {
   if (!g_place_default)
@@ -565,8 +580,12 @@ DEFERO_ALWAYS_INLINE void *continued(LocalHeap *h, unsigned kind, void *p) {
 __attribute__((noinline)) void *mallocFullOther(LocalHeap *h, std::size_t sz) {
   const PendingHint &hint = h->hint;
   void *p = placeAfterRecent(*tls.recent, sz, hint.kind, hint.container, hint.where, hint.side);
-  if (!p)
+  if (!p) {
+    if (hint.kind == kHintContainer && g_auto_default &&
+        hopsContainers(h, hint.kind, hint.container) && hintPoliciesUniform(h))
+      return mallocHop(h, sz);
     return mallocBeside(sz);
+  }
   return continued(h, hint.kind, p);
 }
 } // namespace

@@ -109,11 +109,15 @@ void makeRoom(Room &r) {
 /// Makes `container` the one the calling thread's last hinted allocation
 /// served, so that a neighbour hint for it continues its inserts (under
 /// auto, a hint that hops from another container and finds no room beside
-/// its anchor takes malloc's slot: ProcessHeap's hopsContainers).
+/// its anchor takes malloc's slot: ProcessHeap's hopsContainers). Two
+/// container hints in a row: the first hops and leaves the thread's recent
+/// node as it was; the second is the container being filled.
 void insertedLastInto(const void *container, std::size_t size = kNode) {
-  void *n = __defero_new_hinted(size, 3, container, nullptr, 0);
-  ASSERT_NE(n, nullptr);
-  defero_free(n);
+  for (int i = 0; i < 2; ++i) {
+    void *n = __defero_new_hinted(size, 3, container, nullptr, 0);
+    ASSERT_NE(n, nullptr);
+    defero_free(n);
+  }
 }
 
 void requireAutoPolicy() {
@@ -1494,6 +1498,75 @@ TEST(CApiHints, ANonsenseContainerAndAnchorGetABlockAndNoFault) {
       EXPECT_GE(defero_usable_size(p), 24u);
       defero_free(p);
     }
+}
+
+// A map filled between a list's inserts (mini_compiler's symbol table:
+// operator[] and emplace send a container hint, the node being made before
+// its place is known): each such node hops (hopsContainers) and takes
+// malloc's slot, the block freed last, and leaves the thread's recent node
+// as it was, so the list's next push_back lands right above its tail. A
+// container hint that follows one for the same container is a container
+// being filled, placed as before: its next node lands right above it. (On
+// the previous runtime the map's node went through the full path, which
+// gave its class's free stack back to the spans first: not the block freed
+// last.)
+TEST(CApiHints, AContainerHintBetweenAListsInsertsTakesMallocsSlotAndTheListGoesOn) {
+  requireAutoPolicy();
+  constexpr std::size_t kListNode = 24;
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "one-shot hint");
+    // The map's nodes are of a class no hint placed in yet (not the list's
+    // cells', not the other round's).
+    const std::size_t kMapNode = fused ? 48 : 96;
+    auto containerNode = [fused, kMapNode](const void *c) {
+      if (fused)
+        return __defero_new_hinted(kMapNode, 3, c, nullptr, 0);
+      __defero_hint_container(c);
+      return defero_malloc(kMapNode);
+    };
+    FakeList list;
+    static int map;
+    std::vector<void *> maps, plain;
+    for (int i = 0; i < 64; ++i) // blocks of the map's class in spans where no hint placed
+      plain.push_back(defero_malloc(kMapNode));
+    // An empty list's first node opens a cell of 128 bytes; its second
+    // goes right above it: the slot's stride.
+    void *first = list.pushBack(fused), *second = list.pushBack(fused);
+    ASSERT_TRUE(first && second);
+    const std::uintptr_t stride = addr(second) - addr(first);
+    ASSERT_TRUE(stride >= kListNode && stride <= 64) << stride;
+    const Stats s0 = stats();
+    for (int i = 0; i < 2; ++i) { // (the cell's third and fourth nodes)
+      void *tail = list.link[1];
+      void *freed = plain.back();
+      plain.pop_back();
+      defero_free(freed);
+      void *m = containerNode(&map);
+      ASSERT_NE(m, nullptr);
+      maps.push_back(m);
+      EXPECT_EQ(m, freed) << "the map's node took malloc's slot (the block freed last), insert " << i;
+      void *n = list.pushBack(fused);
+      ASSERT_NE(n, nullptr);
+      EXPECT_EQ(addr(n), addr(tail) + stride) << "the list's node right above its tail, insert " << i;
+    }
+    EXPECT_TRUE(list.inOneCell());
+    const Stats s1 = stats();
+    EXPECT_EQ(num(s1, "hints.container") - num(s0, "hints.container"), 2);
+    EXPECT_EQ(num(s1, "hinted_allocs") - num(s0, "hinted_allocs"), 4) << "every node counted as hinted";
+    // Three in a row: the second is the map being filled, the third goes
+    // beside it (right above, when that slot is free).
+    void *a = containerNode(&map), *b = containerNode(&map), *c = containerNode(&map);
+    ASSERT_TRUE(a && b && c);
+    const std::uintptr_t apart = addr(c) > addr(b) ? addr(c) - addr(b) : addr(b) - addr(c);
+    EXPECT_LE(apart, 128u) << "the third node of a container filled in a row lies beside the second";
+    for (void *x : {a, b, c})
+      maps.push_back(x);
+    for (void *x : maps)
+      defero_free(x);
+    for (void *x : plain)
+      defero_free(x);
+    list.clear();
+  }
 }
 
 // The cells of cleared lists are taken again before the heap grows: half

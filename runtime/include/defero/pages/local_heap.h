@@ -76,6 +76,9 @@ public:
     __atomic_store_n(&recent.page, pg, __ATOMIC_RELEASE); // (a plain store on x86-64)
     recent.size = recentKey(sz, row);
   }
+  /// The container of this thread's last container hint that hopped
+  /// (hopsContainers), and the recent node then.
+  const void *hop_container = nullptr, *hop_after = nullptr;
   std::uint8_t divert = 0;    ///< nonzero: every call takes the full path
   /// Large blocks this thread freed, kept for its next large mallocs (the
   /// process heap's; given to the shared cache when the thread exits).
