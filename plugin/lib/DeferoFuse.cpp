@@ -30,6 +30,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Dominators.h"
@@ -77,16 +78,36 @@ bool isPlainNew(const CallBase &CB) {
          CB.getType()->isPointerTy();
 }
 
+/// A plain store into a local variable (an alloca) that no argument of
+/// the hint points into. The runtime reads, for a hint, only the memory
+/// its arguments lead to (the container object, the nodes' links), so
+/// the hint may as well be sent after the store. std::map's
+/// _M_emplace_hint_unique stores the tree into its _Auto_node between the
+/// container hint and the node's operator new.
+bool localStore(const Instruction &I, const CallBase &Hint) {
+  const auto *St = dyn_cast<StoreInst>(&I);
+  if (!St || !St->isSimple())
+    return false;
+  const Value *Obj = getUnderlyingObject(St->getPointerOperand());
+  if (!isa<AllocaInst>(Obj))
+    return false;
+  for (const Value *A : Hint.args())
+    if (A->getType()->isPointerTy() && getUnderlyingObject(A) == Obj)
+      return false;
+  return true;
+}
+
 /// Instructions allowed between a hint and its operator new: nothing that
-/// writes memory, may throw, or calls anything but these intrinsics.
-bool harmless(const Instruction &I) {
+/// writes memory (but a local variable's: localStore), may throw, or calls
+/// anything but these intrinsics.
+bool harmless(const Instruction &I, const CallBase &Hint) {
   if (const auto *II = dyn_cast<IntrinsicInst>(&I))
     return II->isLifetimeStartOrEnd() || isa<DbgInfoIntrinsic>(II) ||
            II->getIntrinsicID() == Intrinsic::assume ||
            !II->mayHaveSideEffects();
   if (isa<CallBase>(I))
     return false;
-  return !I.mayHaveSideEffects();
+  return !I.mayHaveSideEffects() || localStore(I, Hint);
 }
 
 /// The operator new a hint belongs to: in the hint's block after it, or
@@ -105,7 +126,7 @@ CallBase *findNew(CallBase &Hint, BasicBlock *&Join) {
       I = Join->getFirstNonPHI();
       continue;
     }
-    if (I->isTerminator() || !harmless(*I))
+    if (I->isTerminator() || !harmless(*I, Hint))
       return nullptr;
     I = I->getNextNode();
   }

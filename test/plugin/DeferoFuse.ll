@@ -1,8 +1,9 @@
 ; The late part, defero-fuse: a guarded one-shot hint followed (after
 ; inlining) by the node's operator new becomes one call of
 ; __defero_new_hinted through a select that falls back to plain operator
-; new without the runtime. Anything that writes memory, may throw or calls
-; between the two keeps the hint unfused.
+; new without the runtime. Anything that writes memory (but a local
+; variable no hint argument points into), may throw or calls between the
+; two keeps the hint unfused.
 ; RUN: %opt -load-pass-plugin=%shlibdir/DeferoPlugin%shlibext -passes=defero-fuse -S %s -o - | FileCheck %s
 ; The output is valid IR.
 ; RUN: %opt -load-pass-plugin=%shlibdir/DeferoPlugin%shlibext -passes='defero-fuse' -S %s -o - | %opt -passes=verify -disable-output
@@ -130,6 +131,52 @@ define ptr @store_between(ptr %list, ptr %w, ptr %out) {
   call void @__defero_hint_neighbor(ptr %list, ptr %w)
   store i32 1, ptr %out
   %node = call ptr @_Znwm(i64 24)
+  ret ptr %node
+}
+
+; A store into a local variable between them (std::map's emplace stores
+; the tree into its _Auto_node after the container hint): fused.
+; CHECK-LABEL: define ptr @local_store_between(ptr %map)
+; CHECK: store ptr %map, ptr %auto
+; CHECK-NEXT: %node = call ptr %{{.*}}(i64 72, i32 3, ptr %map, ptr null, i32 0)
+; CHECK-NOT: @_Znwm(
+; CHECK-NOT: @__defero_hint_container(
+; CHECK: ret ptr %node
+define ptr @local_store_between(ptr %map) {
+  %auto = alloca { ptr, ptr }
+  call void @__defero_hint_container(ptr %map)
+  store ptr %map, ptr %auto
+  %node = call ptr @_Znwm(i64 72)
+  %second = getelementptr inbounds i8, ptr %auto, i64 8
+  store ptr %node, ptr %second
+  call void @other()
+  ret ptr %node
+}
+
+; A store into the local variable the hint names (a list on the stack,
+; whose header the runtime may read): not fused.
+; CHECK-LABEL: define ptr @store_into_hinted_local(ptr %w)
+; CHECK: call void @__defero_hint_neighbor(ptr %list, ptr %w)
+; CHECK: call ptr @_Znwm(i64 24)
+define ptr @store_into_hinted_local(ptr %w) {
+  %list = alloca { ptr, ptr }
+  call void @__defero_hint_neighbor(ptr %list, ptr %w)
+  %prev = getelementptr inbounds i8, ptr %list, i64 8
+  store ptr %w, ptr %prev
+  %node = call ptr @_Znwm(i64 24)
+  call void @other()
+  ret ptr %node
+}
+
+; A volatile store into a local variable: not fused.
+; CHECK-LABEL: define ptr @volatile_local_store(ptr %map)
+; CHECK: call void @__defero_hint_container(ptr %map)
+; CHECK: call ptr @_Znwm(i64 72)
+define ptr @volatile_local_store(ptr %map) {
+  %auto = alloca ptr
+  call void @__defero_hint_container(ptr %map)
+  store volatile ptr %map, ptr %auto
+  %node = call ptr @_Znwm(i64 72)
   ret ptr %node
 }
 
