@@ -539,7 +539,7 @@ void *mallocFirst(std::size_t sz) {
 
 /// A one-shot container hint that hops (hopsContainers) under Auto with
 /// uniform policies: malloc's slot, counted as a hinted allocation (as the
-/// fused entry's newHintedInOrder).
+/// fused entry's newHintedContainer).
 void *mallocHop(LocalHeap *h, std::size_t sz) {
   noteHop(h, h->hint.container);
   h->hint.kind = kHintNone;

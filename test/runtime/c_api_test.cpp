@@ -1476,28 +1476,35 @@ TEST(CApiHints, ListsFilledInTurnKeepEachListInACellOfTwoLines) {
 }
 
 // A neighbour hint whose container and anchor are nonsense (unmapped, odd,
-// null, the anchor "in" a container object that is not there) still gives
-// a usable block: the runtime reads no header to decide that a list is
-// empty, so nothing faults.
+// null, the anchor "in" a container object that is not there), or a
+// container hint naming such a container (in turn and twice in a row: a
+// hop, then a container being filled), still gives a usable block: the
+// runtime reads no header to decide that a list is empty, so nothing
+// faults.
 TEST(CApiHints, ANonsenseContainerAndAnchorGetABlockAndNoFault) {
   const std::uintptr_t bad[][2] = {{1, 8}, {0xdead0000, 0xdead0008}, {0xdead0000, 0xdead0003},
                                    {0, 0}, {0xdead0000, 0}, {~std::uintptr_t{0} - 8, 8}};
-  for (bool fused : {true, false})
-    for (const auto &b : bad) {
-      SCOPED_TRACE(testing::Message() << (fused ? "fused " : "one-shot ") << b[0] << ", " << b[1]);
-      const void *c = reinterpret_cast<const void *>(b[0]), *w = reinterpret_cast<const void *>(b[1]);
-      void *p;
-      if (fused) {
-        p = __defero_new_hinted(24, 1, c, w, 0);
-      } else {
-        __defero_hint_neighbor(c, w);
-        p = defero_malloc(24);
+  for (int kind : {1, 3}) // (a container hint names the container only)
+    for (bool fused : {true, false})
+      for (const auto &b : bad) {
+        SCOPED_TRACE(testing::Message() << "kind " << kind << (fused ? " fused " : " one-shot ")
+                                        << b[0] << ", " << b[1]);
+        const void *c = reinterpret_cast<const void *>(b[0]), *w = reinterpret_cast<const void *>(b[1]);
+        void *p;
+        if (fused) {
+          p = __defero_new_hinted(24, kind, c, kind == 1 ? w : nullptr, 0);
+        } else {
+          if (kind == 1)
+            __defero_hint_neighbor(c, w);
+          else
+            __defero_hint_container(c);
+          p = defero_malloc(24);
+        }
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0x5a, 24);
+        EXPECT_GE(defero_usable_size(p), 24u);
+        defero_free(p);
       }
-      ASSERT_NE(p, nullptr);
-      std::memset(p, 0x5a, 24);
-      EXPECT_GE(defero_usable_size(p), 24u);
-      defero_free(p);
-    }
 }
 
 // A map filled between a list's inserts (mini_compiler's symbol table:
