@@ -112,6 +112,13 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
   Model m{std::vector<bool>(slots, true)};
   ASSERT_TRUE(pg.check());
   std::mt19937_64 rng(slots * 7919u);
+  // A slot a search found (kNoSlot: none) is taken in the span and the model.
+  auto takeBoth = [&](unsigned found) {
+    if (found != kNoSlot) {
+      pg.take(found);
+      m.free[found] = false;
+    }
+  };
   for (int op = 0; op < 20000; ++op) {
     const unsigned i = static_cast<unsigned>(rng() % slots);
     const unsigned r = 1 + static_cast<unsigned>(rng() % 70);
@@ -138,19 +145,13 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       ASSERT_EQ(pg.findNear(i, r, up_first), want) << "findNear(" << i << ", " << r << ")";
       ASSERT_EQ(pg.findUp(i, r), m.up(i, r)) << "findUp(" << i << ", " << r << ")";
       ASSERT_EQ(pg.findDown(i, r), m.down(i, r)) << "findDown(" << i << ", " << r << ")";
-      if (want != kNoSlot) {
-        pg.take(want);
-        m.free[want] = false;
-      }
+      takeBoth(want);
       break;
     }
     case 4: { // anywhere in the span
       const unsigned want = m.nearest(i, up_first);
       ASSERT_EQ(pg.findNearest(i, up_first), want) << "findNearest(" << i << ")";
-      if (want != kNoSlot) {
-        pg.take(want);
-        m.free[want] = false;
-      }
+      takeBoth(want);
       break;
     }
     case 5: { // a run, upwards and downwards
@@ -159,10 +160,7 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       ASSERT_EQ(pg.findInRange(lo, hi), m.inRange(lo, hi)) << "[" << lo << ", " << hi << ")";
       const unsigned want = m.inRangeDown(lo, hi);
       ASSERT_EQ(pg.findInRangeDown(lo, hi), want) << "down [" << lo << ", " << hi << ")";
-      if (want != kNoSlot) {
-        pg.take(want);
-        m.free[want] = false;
-      }
+      takeBoth(want);
       break;
     }
     case 8: { // a list's cell: g free slots in a row (1-16)
@@ -172,10 +170,7 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       const unsigned want = m.group(lo, hi, g);
       ASSERT_EQ(pg.findFreeGroup(lo, hi, g), want)
           << "findFreeGroup(" << lo << ", " << hi << ", " << g << "), op " << op;
-      if (want != kNoSlot) {
-        pg.take(want);
-        m.free[want] = false;
-      }
+      takeBoth(want);
       break;
     }
     case 9: { // beside an anchor, in its cell first
@@ -183,10 +178,7 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       const unsigned want = m.inCell(i, g, up_first);
       ASSERT_EQ(pg.findInCell(i, g, up_first), want)
           << "findInCell(" << i << ", " << g << ", " << up_first << "), op " << op;
-      if (want != kNoSlot) {
-        pg.take(want);
-        m.free[want] = false;
-      }
+      takeBoth(want);
       break;
     }
     case 6: // a slot's state, and its address back to its index
