@@ -166,7 +166,9 @@ __attribute__((noinline)) void *newHintedFirst(std::size_t size, int kind,
 /// __defero_new_hinted for a neighbour hint that hops from another
 /// container (hopsContainers) and found no room beside its anchor:
 /// malloc's slot, counted as a hinted allocation, and the thread's recent
-/// node (a next insert into the same container continues above it).
+/// node (a next insert into the same container continues above it); an
+/// anchor among lists' cells takes the full placement instead (a grown
+/// cell: ProcessHeap::hinted).
 __attribute__((noinline)) void *newHintedInOrder(defero::LocalHeap *h, std::size_t size,
                                                  const void *container, const void *where);
 
@@ -312,6 +314,10 @@ void *newHintedFirst(std::size_t size, int kind, const void *container, const vo
 
 void *newHintedInOrder(defero::LocalHeap *h, std::size_t size, const void *container,
                        const void *where) {
+  // A tail among lists' cells: the full placement grows the list a cell.
+  if (const defero::SlotPage *pg = defero::PageArena::get().spanOf(where);
+      pg && pg->cells && pg->owner == h)
+    return newHintedSlow(h, size, defero::kHintNeighbor, 0, container, where, 1);
   h->count.hinted_allocs.add(1);
   void *p = defero::mallocFastOr(size, defero::mallocFull);
   if (__builtin_expect(p == nullptr, 0))

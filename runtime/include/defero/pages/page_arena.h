@@ -120,6 +120,7 @@ public:
     static_assert((1u << kbit::kMaxOffsetBits) <= (1u << kMaxOffsetBits));
     pg->owner = owner;
     pg->initFree();
+    pg->cells = false;
     const std::size_t first = (pg->start - window_.base()) >> kPageShift;
     // Pages a failed carve took from the window (its map could not be
     // mapped) lie below this span: they name kLostPage, so that every page
@@ -159,6 +160,7 @@ public:
     for (auto &w : pg->free)
       w = 0;
     pg->initFree();
+    pg->cells = false;
   }
 
   /// Metadata memory (zeroed) for the heaps built on this arena.

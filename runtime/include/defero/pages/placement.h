@@ -13,8 +13,9 @@
 // slots (ceil(128 / size) of them), which the list's next nodes fill beside
 // it however many other lists are filled in between; a hole a list leaves
 // in its cell is its own next slot (findBeside looks in the anchor's cell
-// first). What a thread knows of the containers it inserts into is a
-// ContainerTable.
+// first); a list filled in turn with others that fills its cell opens a
+// grown one (512 bytes). What a thread knows of the containers it inserts
+// into is a ContainerTable.
 //
 // Costs: beside an anchor, the anchor's span (page map), its slot (a
 // multiply), a masked tzcnt or lzcnt in one or two words; a run, a masked
@@ -219,9 +220,17 @@ public:
   /// else an empty or a fresh span; the slots of a cell that is
   /// not all free are never cut again for another list, so a list's cell
   /// waits for its next nodes however long they take (debruijn_net's
-  /// lists get their second node a quarter of the build later).
-  void *takeCell(ContainerSlot &c, unsigned cls) {
-    const unsigned g = lineReach(cls);
+  /// lists get their second node a quarter of the build later). The span
+  /// is marked as one that holds cells (SlotPage::cells).
+  /// `bytes` = kGrownCellBytes: the grown cell of a list whose cell is
+  /// full (hint_channel.cpp), ceil(512 / slot size) slots, at most a word's.
+  static constexpr unsigned kCellBytes = 128, kGrownCellBytes = 512;
+  static constexpr unsigned cellSlots(unsigned cls, unsigned bytes) {
+    const unsigned g = (bytes + kbit::kClassBytes[cls] - 1) / kbit::kClassBytes[cls];
+    return g < kWordBits ? g : kWordBits;
+  }
+  void *takeCell(ContainerSlot &c, unsigned cls, unsigned bytes = kCellBytes) {
+    const unsigned g = cellSlots(cls, bytes);
     SlotPage *&cell_span = cell_[cls];
     SlotPage *rp = cell_span;
     unsigned j = rp ? rp->findFreeGroup(rp->run_cursor, rp->run_top, g) : kNoSlot;
@@ -244,9 +253,11 @@ public:
       rp->run_cursor = 0;
       rp->run_top = static_cast<std::uint16_t>(rp->slots);
     }
+    rp->cells = true;
     if (j + g > rp->run_cursor)
       rp->run_cursor = static_cast<std::uint16_t>(j + g);
-    c.runs = 1;
+    // (The container's next run, if it gets one, is twice this cell.)
+    c.runs = bytes > kCellBytes ? 3 : 1;
     c.cell = 1;
     c.up = Run{rp, static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(j + g),
                static_cast<std::uint16_t>(j)};

@@ -132,6 +132,9 @@ struct alignas(64) SlotPage {
   std::uint32_t empty_ms = 0;  ///< when it went Empty (os::now_ms)
   bool released = false;       ///< an Empty span whose memory went back to the OS
   bool queued = false;         ///< on that queue (qnext, qprev)
+  /// Lists' cells were cut here (PlacementLayer::takeCell) since it was
+  /// carved or last emptied: a list whose tail lies here began in a cell.
+  bool cells = false;
   // --- the bitmap ---
   alignas(64) std::uint64_t free[kMaxWords] = {};
 

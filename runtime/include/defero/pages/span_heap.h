@@ -493,6 +493,7 @@ protected:
   }
   void pushEmpty(SlotPage *pg) {
     pg->state = SpanState::Empty;
+    pg->cells = false; // (no list is left in it)
     push(empty_[pg->cls], pg);
     const std::uint32_t now = os::now_ms();
     pg->empty_ms = now;
