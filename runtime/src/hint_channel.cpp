@@ -221,15 +221,20 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     if (!p && fresh && hint.kind == kHintNeighbor && namesEmptyContainer(anchor, hint.container))
       p = h->takeCell(*cs, cls);
     // A list filled in turn with others whose tail has no room beside it
-    // and lies among lists' cells (it began in one: SlotPage::cells) opens
-    // a cell of 512 bytes (8 lines) for its next nodes, not malloc's slot:
-    // md_cells's 25,000 lists of about eight 64-byte particles, filled one
-    // particle a list in turn, had 7.8% of their links within 128 bytes
-    // (a cell holds two), 85% now (a cell of 256 bytes: 75%); peak RSS
-    // 50.7 -> 59.2 MB (glibc 58.1). debruijn_net's lists of four ints fit
+    // and lies among lists' cells (it began in one: SlotPage::cells) takes
+    // a free slot of the tail's own grown cell (512 bytes), else opens a
+    // grown cell for its next nodes, not malloc's slot: md_cells's 25,000
+    // lists of about eight 64-byte particles, filled one particle a list
+    // in turn, had 7.8% of their links within 128 bytes (a first cell
+    // holds two), 83% now. While the class churns, a cell comes only from
+    // holes that leave one free (PlacementLayer::growing), and without one
+    // the node takes malloc's slot. debruijn_net's lists of four ints fit
     // their first cell: unchanged.
-    if (!p && hop && pg && pg->cells && !down && hint.kind == kHintNeighbor)
-      p = h->takeCell(*cs, cls, LocalHeap::kGrownCellBytes);
+    if (!p && hop && pg && pg->cells && !down && hint.kind == kHintNeighbor) {
+      p = h->takeInGroup(pg, anchor, LocalHeap::cellSlots(cls, LocalHeap::kGrownCellBytes));
+      if (!p)
+        p = h->takeCell(*cs, cls, LocalHeap::kGrownCellBytes);
+    }
     if (!p && !hop && (pg || (down ? cs->down.span : cs->up.span)))
       p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
   }

@@ -1423,6 +1423,16 @@ struct FakeList {
     }
     return p;
   }
+  /// Unlinks and frees the first node (the list must not be empty).
+  void popFront() {
+    void **n = static_cast<void **>(link[0]);
+    link[0] = n[0];
+    if (n[0] == link)
+      link[1] = link;
+    else
+      static_cast<void **>(n[0])[1] = link;
+    defero_free(n);
+  }
   /// Frees every node; the list is empty again.
   void clear() {
     for (void *n = link[0]; n != link;) {
@@ -1509,6 +1519,43 @@ TEST(CApiHints, AListFilledInTurnThatFillsItsCellGoesOnInAGrownCell) {
     for (FakeList &l : lists)
       l.clear();
   }
+}
+
+// Nodes that move from list to list after the lists were filled (md_cells's
+// particles changing cells: erase from one list, push_back onto another)
+// do not grow the heap: while a class's nodes are being replaced, not
+// added, a list's new cell takes no fresh span (PlacementLayer::growing)
+// and the node takes a hole. Here 189,000 moves of 56-byte nodes among
+// 2,000 lists of 10: footprint 1.31 -> 1.51 MB (the previous runtime:
+// 1.31 -> 1.90 MB, and still growing with more moves).
+TEST(CApiHints, NodesMovingBetweenListsReuseTheHeapsHoles) {
+  requireAutoPolicy();
+  constexpr std::size_t kParticle = 56;
+  std::vector<FakeList> lists(2000);
+  fillInTurn(lists, 0, 1, 10, true, kParticle);
+  if (HasFatalFailure())
+    return;
+  const long long filled = num(stats(), "peak_footprint_bytes");
+  std::uint64_t x = 7;
+  auto next = [&x](std::size_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::size_t>((x >> 33) % n);
+  };
+  std::size_t moved = 0;
+  for (int round = 0; round < 400; ++round)
+    for (std::size_t m = 0; m < 500; ++m) {
+      FakeList &from = lists[next(lists.size())];
+      if (from.link[0] == from.link)
+        continue;
+      from.popFront();
+      ASSERT_NE(lists[next(lists.size())].pushBack(true, kParticle), nullptr);
+      ++moved;
+    }
+  const long long after = num(stats(), "peak_footprint_bytes");
+  EXPECT_LE(after, filled + filled / 4)
+      << "moving " << moved << " nodes grew the footprint from " << filled << " to " << after;
+  for (FakeList &l : lists)
+    l.clear();
 }
 
 // A neighbour hint whose container and anchor are nonsense (unmapped, odd,

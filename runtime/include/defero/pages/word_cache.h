@@ -237,6 +237,10 @@ public:
       n += words_[cls].pushes.get() - words_[cls].count.get() - flushed_[cls].get();
     return n;
   }
+  /// Frees of class cls this thread made: into bitmaps, and onto its stack.
+  std::uint64_t freesOf(unsigned cls) const {
+    return this->count.frees[cls].get() + words_[cls].pushes.get();
+  }
   std::uint64_t stackPushes() const {
     std::uint64_t n = 0;
     for (const WordCache &c : words_)
