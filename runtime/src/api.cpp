@@ -315,8 +315,9 @@ void *newHintedFirst(std::size_t size, int kind, const void *container, const vo
 void *newHintedInOrder(defero::LocalHeap *h, std::size_t size, const void *container,
                        const void *where) {
   // A tail among lists' cells: the full placement grows the list a cell.
+  // (The owner first: another heap's span's flag is its owner's to write.)
   if (const defero::SlotPage *pg = defero::PageArena::get().spanOf(where);
-      pg && pg->cells && pg->owner == h)
+      pg && pg->owner == h && pg->cells)
     return newHintedSlow(h, size, defero::kHintNeighbor, 0, container, where, 1);
   h->count.hinted_allocs.add(1);
   void *p = defero::mallocFastOr(size, defero::mallocFull);

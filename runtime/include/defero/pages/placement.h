@@ -94,18 +94,23 @@ public:
     return i != kNoSlot && !this->isFree(pg, i);
   }
 
-  /// A free slot within `reach` slots of anchor's slot in pg: on the side
-  /// `up_first` names if there is one there, else on the other; nullptr if
-  /// none. (Not the nearest: a list or an in-order walk goes one way.)
-  void *takeBeside(SlotPage *pg, const void *anchor, unsigned reach, bool up_first) {
-    const unsigned i = slotOf(pg, anchor);
-    unsigned j = findBeside(pg, i, reach, up_first);
+  /// Slot j of pg (this heap's), if it is not kNoSlot, taken and counted;
+  /// pg marked as placed in.
+  void *takeSlot(SlotPage *pg, unsigned j) {
     if (j == kNoSlot)
       return nullptr;
     pg->take(j);
     notePlaced(pg);
     this->count.allocs[pg->cls].add(1);
     return pg->address(j);
+  }
+
+  /// A free slot within `reach` slots of anchor's slot in pg: on the side
+  /// `up_first` names if there is one there, else on the other; nullptr if
+  /// none. (Not the nearest: a list or an in-order walk goes one way.)
+  void *takeBeside(SlotPage *pg, const void *anchor, unsigned reach, bool up_first) {
+    const unsigned i = slotOf(pg, anchor);
+    return takeSlot(pg, findBeside(pg, i, reach, up_first));
   }
 
   /// A free slot within `reach` slots of slot i of pg (reach = lineReach
@@ -133,12 +138,7 @@ public:
     unsigned j = pg->findInRange(i + 1, hi);
     if (j == kNoSlot)
       j = pg->findInRange(lo, i);
-    if (j == kNoSlot)
-      return nullptr;
-    pg->take(j);
-    notePlaced(pg);
-    this->count.allocs[pg->cls].add(1);
-    return pg->address(j);
+    return takeSlot(pg, j);
   }
 
   /// A free slot of pg in anchor's K-class, the first above anchor's slot
@@ -151,24 +151,13 @@ public:
     unsigned j = up_first ? pg->findInRange(i + 1, hi) : (i > lo ? pg->findInRangeDown(lo, i) : kNoSlot);
     if (j == kNoSlot)
       j = up_first ? (i > lo ? pg->findInRangeDown(lo, i) : kNoSlot) : pg->findInRange(i + 1, hi);
-    if (j == kNoSlot)
-      return nullptr;
-    pg->take(j);
-    notePlaced(pg);
-    this->count.allocs[pg->cls].add(1);
-    return pg->address(j);
+    return takeSlot(pg, j);
   }
 
   /// The free slot of pg nearest anchor's (anywhere in the span); nullptr if
   /// pg is full.
   void *takeNearest(SlotPage *pg, const void *anchor, bool up_first) {
-    const unsigned j = pg->findNearest(slotOf(pg, anchor), up_first);
-    if (j == kNoSlot)
-      return nullptr;
-    pg->take(j);
-    notePlaced(pg);
-    this->count.allocs[pg->cls].add(1);
-    return pg->address(j);
+    return takeSlot(pg, pg->findNearest(slotOf(pg, anchor), up_first));
   }
 
   /// The next slot of c's run that grows `down` (or up), `stride` slots on
@@ -257,17 +246,12 @@ public:
       // heap: a group of an Avail span's, kept apart (the cell span stays),
       // else an Empty span of the class, else none, and the node takes a
       // hole (md_cells's particles move from list to list for as long as
-      // it runs, and fresh cells for them grew its peak RSS from 57 to 89
-      // MB over 200 steps; it stays at 57 MB now).
+      // it runs: with a fresh cell for each, its peak RSS grew to 60.9 MB
+      // at 20 steps and 88.8 MB at 200; 56.8 and 57.4 MB with this rule).
       const bool churn = !growing(cls);
       if (churn)
         if (SlotPage *q = this->takeWithGroup(cls, g, j)) {
-          q->cells = true;
-          c.runs = bytes > kCellBytes ? 3 : 1;
-          c.cell = 1;
-          c.up = Run{q, static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(j + g),
-                     static_cast<std::uint16_t>(j)};
-          void *p = takeFromRun(c.up, j, false, 1);
+          void *p = openCell(c, q, j, g, bytes);
           retireRun(q);
           return p;
         }
@@ -289,15 +273,9 @@ public:
       rp->run_cursor = 0;
       rp->run_top = static_cast<std::uint16_t>(rp->slots);
     }
-    rp->cells = true;
     if (j + g > rp->run_cursor)
       rp->run_cursor = static_cast<std::uint16_t>(j + g);
-    // (The container's next run, if it gets one, is twice this cell.)
-    c.runs = bytes > kCellBytes ? 3 : 1;
-    c.cell = 1;
-    c.up = Run{rp, static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(j + g),
-               static_cast<std::uint16_t>(j)};
-    return takeFromRun(c.up, j, false, 1);
+    return openCell(c, rp, j, g, bytes);
   }
 
   /// This thread's record of container c; nullptr if the table cannot be
@@ -343,6 +321,18 @@ public:
   }
 
 private:
+  /// Makes slots j .. j + g - 1 of sp, all free, c's cell of `bytes` (c's
+  /// run) and takes its first.
+  void *openCell(ContainerSlot &c, SlotPage *sp, unsigned j, unsigned g, unsigned bytes) {
+    sp->cells = true;
+    // (The container's next run, if it gets one, is twice this cell.)
+    c.runs = bytes > kCellBytes ? 3 : 1;
+    c.cell = 1;
+    c.up = Run{sp, static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(j + g),
+               static_cast<std::uint16_t>(j)};
+    return takeFromRun(c.up, j, false, 1);
+  }
+
   void *takeFromRun(Run &r, unsigned j, bool down, unsigned stride) {
     r.span->take(j);
     notePlaced(r.span);
