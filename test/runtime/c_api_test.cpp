@@ -1512,8 +1512,8 @@ TEST(CApiHints, AListFilledInTurnThatFillsItsCellGoesOnInAGrownCell) {
       scattered += !together;
     }
     // (A third node may find a free slot beside its tail, in a grown cell
-    // another list has not filled yet, and the two lists then share it:
-    // 2 and 3 lists of the 2,000 here.)
+    // another list has not filled yet, and the two lists then share it: a
+    // few lists of the 2,000.)
     EXPECT_LE(scattered, lists.size() / 100) << scattered << " of " << lists.size()
                                              << " lists have their third to tenth nodes apart";
     for (FakeList &l : lists)
