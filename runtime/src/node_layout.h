@@ -89,36 +89,46 @@ inline constexpr unsigned kRbMaxDepth = 64;
 /// The path from the root of `container`'s red-black tree to `node`, one
 /// of its nodes: bit i of `bits` is the step i levels above `node` (1: a
 /// right child), so the root's first step is the highest of `depth` bits
-/// (depth 0: node is the root). False (nothing read out of bounds) when a
-/// link is neither a 16-byte-aligned node in the carved part of the window
-/// nor the header in the container object: a hint that does not name a node of that tree, which
-/// is then placed without its path, or a path deeper than kRbMaxDepth.
+/// (depth 0: node is the root). False (nothing read out of bounds) when
+/// `node` is not a 16-byte-aligned block of the window's carved part, or a
+/// link above it leads neither to four words there nor to the header in
+/// the container object: a hint that does not name a node of that tree,
+/// which is then placed without its path, or a path deeper than
+/// kRbMaxDepth. About 8 instructions a level.
 inline bool treePath(const void *node, const void *container, std::uint64_t &bits,
                      unsigned &depth) {
-  // A node: 16-byte aligned, its four words in the window's carved part
-  // (read once: it only grows).
+  // A node: its four words in the window's carved part (read once: it only
+  // grows). Not required to be aligned: a link that is not a node's start
+  // but lies there is read safely, and gives a path no worse than any
+  // hint naming a wrong node.
   const std::uintptr_t base = PageArena::get().base(), carved = PageArena::get().carvedBytes();
   bits = 0;
   depth = 0;
   if (carved < 4 * sizeof(void *))
     return false;
   const std::uintptr_t last = carved - 4 * sizeof(void *);
-  auto isNode = [base, last](const void *p) {
-    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - base;
-    return (off & 15) == 0 && off <= last;
-  };
-  if (!isNode(node))
+  const std::uintptr_t c = reinterpret_cast<std::uintptr_t>(container);
+  std::uintptr_t x = reinterpret_cast<std::uintptr_t>(node);
+  if ((x & 15) != 0 || x - base > last)
     return false;
-  for (const void *x = node;;) {
-    const void *parent = static_cast<const void *const *>(x)[kRbParentWord];
-    if (inContainer(parent, container))
-      return true; // x is the root (its parent is the header)
-    if (++depth > kRbMaxDepth || !isNode(parent))
+  // The steps go in at the top of `b` (the root's first ends highest), so
+  // a level costs a shift and an or, not a shift by the depth so far.
+  std::uint64_t b = 0;
+  unsigned d = 0;
+  for (;;) {
+    const std::uintptr_t parent = reinterpret_cast<const std::uintptr_t *>(x)[kRbParentWord];
+    if (parent - c < kHeaderReach)
+      break; // x is the root (its parent is the header)
+    if (d == kRbMaxDepth || parent - base > last)
       return false;
-    const bool right = static_cast<const void *const *>(parent)[kRbLeftWord] != x;
-    bits |= std::uint64_t{right} << (depth - 1);
+    const bool right = reinterpret_cast<const std::uintptr_t *>(parent)[kRbLeftWord] != x;
+    b = b >> 1 | std::uint64_t{right} << 63;
+    ++d;
     x = parent;
   }
+  bits = d ? b >> (64 - d) : 0;
+  depth = d;
+  return true;
 }
 
 } // namespace defero
