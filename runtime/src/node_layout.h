@@ -94,7 +94,8 @@ inline constexpr unsigned kRbMaxDepth = 64;
 /// link above it leads neither to four words there nor to the header in
 /// the container object: a hint that does not name a node of that tree,
 /// which is then placed without its path, or a path deeper than
-/// kRbMaxDepth. About 8 instructions a level.
+/// kRbMaxDepth. About 20 instructions a level (x86-64: two loads, the
+/// header and window tests, the step, the depth bound).
 inline bool treePath(const void *node, const void *container, std::uint64_t &bits,
                      unsigned &depth) {
   // A node: its four words in the window's carved part (read once: it only
@@ -107,7 +108,6 @@ inline bool treePath(const void *node, const void *container, std::uint64_t &bit
   if (carved < 4 * sizeof(void *))
     return false;
   const std::uintptr_t last = carved - 4 * sizeof(void *);
-  const std::uintptr_t c = reinterpret_cast<std::uintptr_t>(container);
   std::uintptr_t x = reinterpret_cast<std::uintptr_t>(node);
   if ((x & 15) != 0 || x - base > last)
     return false;
@@ -117,7 +117,7 @@ inline bool treePath(const void *node, const void *container, std::uint64_t &bit
   unsigned d = 0;
   for (;;) {
     const std::uintptr_t parent = reinterpret_cast<const std::uintptr_t *>(x)[kRbParentWord];
-    if (parent - c < kHeaderReach)
+    if (inContainer(reinterpret_cast<const void *>(parent), container))
       break; // x is the root (its parent is the header)
     if (d == kRbMaxDepth || parent - base > last)
       return false;
