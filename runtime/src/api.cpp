@@ -135,6 +135,11 @@ OperatorNew replacedOperatorNew() {
 __attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t size,
                                               int kind, int side, const void *container,
                                               const void *where, std::uint8_t searched) {
+  if (kind == defero::kHintTree && searched) { // (its parent is a block of h with no room)
+    if (void *p = processHeap().mallocTreeOpen(h, size, container, where, side != 0))
+      return p;
+    return defero::newSlow(size, 0, false);
+  }
   if (void *p = processHeap().mallocHintedOpen(
           h, size,
           defero::PendingHint{static_cast<std::uint8_t>(kind),

@@ -64,9 +64,9 @@ const void *zoneKey(const void *container, std::uint64_t prefix, unsigned bits) 
 /// zone of its path, when the tree has zones: the next slot of the zone's
 /// run. nullptr: the tree's own runs take it (a tree with no zones yet, a
 /// node above the zones' depth, an anchor that is not a node of the tree).
-/// cs, the tree's entry, is looked up again after the zone's (which may
-/// move it, or forget it with the whole table: then its policy and depth
-/// are kept).
+/// cs, the tree's entry, is looked up again only if the zone's lookup
+/// moved the table's entries (a growth) or forgot them (then its policy and
+/// depth are kept): otherwise it stays where it was (ContainerTable::find).
 void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, unsigned cls, const void *container,
                  const void *anchor, bool left) {
   std::uint64_t steps;
@@ -78,16 +78,21 @@ void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, unsigned cls, const vo
   const unsigned bits = zoneBits(cs->depth);
   if (bits == 0 || depth + 1 < bits)
     return nullptr;
-  const std::uint64_t path = steps << 1 | (left ? 0u : 1u); // the new node's
+  // The new node's path (its step below the anchor is the deepest), and
+  // its zone's: the first `bits` steps from the root, the lowest bits.
+  const std::uint64_t path = steps | std::uint64_t{left ? 0u : 1u} << depth;
   const std::int8_t policy = cs->policy;
   const std::uint8_t k = cs->k, deepest = cs->depth;
   const std::uint32_t epoch = cs->epoch;
   void *p = nullptr;
-  if (pages::ContainerSlot *z = h->container(zoneKey(container, path >> (depth + 1 - bits), bits))) {
+  const unsigned generation = h->containerGeneration();
+  if (pages::ContainerSlot *z = h->container(zoneKey(container, path & ((std::uint64_t{1} << bits) - 1), bits))) {
     if (z->runs > kZoneRunLevel)
       z->runs = static_cast<std::uint8_t>(kZoneRunLevel);
     p = h->takeRun(*z, cls, left, kTreeRunStride, true);
   }
+  if (h->containerGeneration() == generation)
+    return p;
   cs = h->container(container);
   if (cs && cs->epoch != epoch) { // (the table was started afresh: its runs are gone)
     cs->policy = policy;
@@ -248,18 +253,51 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     noteHop(h, hint.container);
   else
     noteRecentBlock(h, hint.container, p, sz, hint.kind - 1u);
-  if (cs->policy >= 0) // placed by its policy: no continuation on the fast path
+  countHinted(h, *cs, anchor, p);
+  return p;
+}
+
+void ProcessHeap::countHinted(LocalHeap *h, const pages::ContainerSlot &cs, const void *anchor,
+                              const void *p) {
+  if (cs.policy >= 0) // placed by its policy: no continuation on the fast path
     h->recent.size = ~std::size_t{0};
   h->count.hinted_allocs.add(1);
-  if (cs->policy >= 0)
+  if (cs.policy >= 0)
     h->count.policy_allocs.add(1);
   // "Same class" at the container's own K if it set one.
   PageArena &a = PageArena::get();
-  const unsigned k = cs->k ? cs->k : cfg_.k;
+  const unsigned k = cs.k ? cs.k : cfg_.k;
   if (anchor && a.inWindow(anchor) &&
       ((reinterpret_cast<std::uintptr_t>(anchor) - a.base()) >> (32 - k)) ==
           ((reinterpret_cast<std::uintptr_t>(p) - a.base()) >> (32 - k)))
     h->count.hint_same_class.add(1);
+}
+
+void *ProcessHeap::mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *container,
+                                  const void *anchor, bool left) {
+  const PendingHint hint{kHintTree, static_cast<std::int8_t>(left), container, anchor, 1};
+  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  pages::ContainerSlot *cs = h->container(container);
+  // What hinted() would do otherwise: a pending one-shot hint to drop, a
+  // class whose free stack goes back to the bitmaps first, a container
+  // with a policy (or one to read), a tree that began as a list's cell, an
+  // anchor in the container object (an empty tree).
+  if (__builtin_expect(!cs || h->hint.kind != kHintNone || h->stacked(cls) || cs->cell ||
+                           cs->policy >= 0 ||
+                           (registry_.used() && cs->epoch != registry_.epoch()) ||
+                           inContainer(anchor, container),
+                       0))
+    return mallocHintedOpen(h, sz, hint);
+  void *p = takeInZone(h, cs, cls, container, anchor, left);
+  if (!p)
+    p = h->takeRun(*cs, cls, left, kTreeRunStride);
+  if (!p)
+    p = h->malloc(cls);
+  if (__builtin_expect(!p, 0)) // the small-object window is full
+    return mallocLarge(h, sz, os::kPageBytes, nullptr);
+  noteRecentBlock(h, container, p, sz, kHintTree - 1u);
+  countHinted(h, *cs, anchor, p);
+  finishSmall(h, p, cls);
   return p;
 }
 

@@ -7,7 +7,7 @@
 // treePath walks a red-black tree node's parent links up to the tree's
 // header (libstdc++'s _Rb_tree_node_base: {color, parent, left, right}),
 // checking each link lies in the window's carved part before reading it:
-// about 10 instructions a level, on nodes the insert's descent just read.
+// about 15 instructions a level, on nodes the insert's descent just read.
 //
 // Cost: linksBefore reads the neighbour's two words and, for a node in the
 // middle of a list, its prev's first word (after checking prev is a block
@@ -83,19 +83,21 @@ inline __attribute__((always_inline)) bool linksBefore(const PendingHint &hint) 
 /// and left links lie (the value follows the four words).
 inline constexpr unsigned kRbParentWord = 1, kRbLeftWord = 2;
 /// The deepest path treePath follows: a red-black tree of n nodes is at
-/// most 2 log2(n + 1) deep, so 64 levels hold any tree of up to 2^32 nodes.
-inline constexpr unsigned kRbMaxDepth = 64;
+/// most 2 log2(n + 1) deep, so 62 levels hold any tree of up to 2^31 nodes.
+inline constexpr unsigned kRbMaxDepth = 62;
 
 /// The path from the root of `container`'s red-black tree to `node`, one
-/// of its nodes: bit i of `bits` is the step i levels above `node` (1: a
-/// right child), so the root's first step is the highest of `depth` bits
-/// (depth 0: node is the root). False (nothing read out of bounds) when
-/// `node` is not a 16-byte-aligned block of the window's carved part, or a
-/// link above it leads neither to four words there nor to the header in
-/// the container object: a hint that does not name a node of that tree,
-/// which is then placed without its path, or a path deeper than
-/// kRbMaxDepth. About 20 instructions a level (x86-64: two loads, the
-/// header and window tests, the step, the depth bound).
+/// of its nodes: bit i of `bits` is the (i + 1)th step down from the root
+/// (1: a right child), so the root's own step is bit 0 and the step into
+/// `node` is bit depth - 1 (depth 0: node is the root). False (nothing
+/// read out of bounds) when `node` is not a 16-byte-aligned block of the
+/// window's carved part, or a link above it leads neither to four words
+/// there nor to the header in the container object: a hint that does not
+/// name a node of that tree, which is then placed without its path, or a
+/// path deeper than kRbMaxDepth. About 15 instructions a level (x86-64:
+/// two loads, the header and window tests, the depth bound, and the step,
+/// a compare and a lea: walking up, each step goes in below the ones
+/// above it, b = 2b + step, which leaves the root's lowest).
 inline bool treePath(const void *node, const void *container, std::uint64_t &bits,
                      unsigned &depth) {
   // A node: its four words in the window's carved part (read once: it only
@@ -111,23 +113,24 @@ inline bool treePath(const void *node, const void *container, std::uint64_t &bit
   std::uintptr_t x = reinterpret_cast<std::uintptr_t>(node);
   if ((x & 15) != 0 || x - base > last)
     return false;
-  // The steps go in at the top of `b` (the root's first ends highest), so
-  // a level costs a shift and an or, not a shift by the depth so far.
-  std::uint64_t b = 0;
-  unsigned d = 0;
+  // A 1 above the steps counts them: it reaches the top bit past
+  // kRbMaxDepth steps, where the walk gives up (no counter to increment
+  // and test).
+  static_assert(kRbMaxDepth == 62);
+  std::uint64_t b = 1;
   for (;;) {
     const std::uintptr_t parent = reinterpret_cast<const std::uintptr_t *>(x)[kRbParentWord];
     if (inContainer(reinterpret_cast<const void *>(parent), container))
       break; // x is the root (its parent is the header)
-    if (d == kRbMaxDepth || parent - base > last)
+    if (parent - base > last)
       return false;
-    const bool right = reinterpret_cast<const std::uintptr_t *>(parent)[kRbLeftWord] != x;
-    b = b >> 1 | std::uint64_t{right} << 63;
-    ++d;
+    b = 2 * b + (reinterpret_cast<const std::uintptr_t *>(parent)[kRbLeftWord] != x);
+    if (static_cast<std::int64_t>(b) < 0)
+      return false;
     x = parent;
   }
-  bits = d ? b >> (64 - d) : 0;
-  depth = d;
+  depth = 63u - static_cast<unsigned>(__builtin_clzll(b));
+  bits = b - (std::uint64_t{1} << depth);
   return true;
 }
 

@@ -509,6 +509,13 @@ public:
   /// hint (one left pending by a one-shot hint is dropped, as the fused
   /// entry always did). nullptr: out of memory.
   void *mallocHintedOpen(LocalHeap *h, std::size_t sz, const PendingHint &hint);
+  /// The same for a tree hint whose anchor, a block of h of the node's
+  /// class, has no free slot beside it (placeBeside searched): the zone's
+  /// run or the tree's, without hinted()'s other cases (which it takes
+  /// when one applies). About 40% fewer instructions than mallocHintedOpen
+  /// for a set's insert off the fast path.
+  void *mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *container, const void *anchor,
+                       bool left);
   /// free's full path (after freeFast declined).
   void freeSlow(void *p, const char *call);
 
@@ -586,6 +593,10 @@ private:
            pages::g_mid_released.load(std::memory_order_relaxed);
   }
   void *hinted(LocalHeap *h, std::size_t sz, unsigned cls, const PendingHint &hint);
+  /// Counts a block placed for a hint (hinted, policy, same K-class) and
+  /// ends the fast path's continuation of a container with a policy.
+  void countHinted(LocalHeap *h, const pages::ContainerSlot &cs, const void *anchor,
+                   const void *p);
   LocalHeap *attachHeap();
   void unlockAfterFork(bool child);
   static void threadExit(void *heap);

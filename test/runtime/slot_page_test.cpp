@@ -145,6 +145,12 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       ASSERT_EQ(pg.findNear(i, r, up_first), want) << "findNear(" << i << ", " << r << ")";
       ASSERT_EQ(pg.findUp(i, r), m.up(i, r)) << "findUp(" << i << ", " << r << ")";
       ASSERT_EQ(pg.findDown(i, r), m.down(i, r)) << "findDown(" << i << ", " << r << ")";
+      if (r <= 31) { // (the window's reach)
+        const unsigned up = m.up(i, r), down = m.down(i, r);
+        ASSERT_EQ(pg.findBeside(i, r, up_first),
+                  up_first ? (up != kNoSlot ? up : down) : (down != kNoSlot ? down : up))
+            << "findBeside(" << i << ", " << r << ", " << up_first << ")";
+      }
       takeBoth(want);
       break;
     }

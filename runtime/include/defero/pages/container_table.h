@@ -78,7 +78,8 @@ public:
 
   /// The entry of container c, made if new (c may be null: the entry of
   /// "no container"). The table must be ready(); an entry stays where it
-  /// is until the next call.
+  /// is until the table grows or forgets (generation() changes): a lookup
+  /// that adds an entry moves no other.
   ContainerSlot &find(const void *c) {
     if (!c)
       c = &kNoContainer;
@@ -105,7 +106,12 @@ public:
     if (slots_) // (zero pages again: no pass over the table)
       os::discard(slots_, slots() * sizeof(ContainerSlot));
     used_ = 0;
+    ++generation_;
   }
+
+  /// Changes whenever entries move or go (a growth, a forget): an entry's
+  /// address taken under one generation is valid while it lasts.
+  unsigned generation() const { return generation_; }
 
   std::size_t size() const { return used_; }
   std::size_t slots() const { return std::size_t{1} << bits_; }
@@ -141,12 +147,14 @@ private:
         slots_[probe(old[j].container)] = old[j];
     if (old)
       os::unmap(old, old_slots * sizeof(ContainerSlot));
+    ++generation_;
     return true;
   }
 
   ContainerSlot *slots_ = nullptr;
   unsigned bits_ = kFirstBits;
   std::size_t used_ = 0;
+  unsigned generation_ = 0;
 };
 
 } // namespace defero::pages

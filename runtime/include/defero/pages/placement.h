@@ -123,10 +123,7 @@ public:
       if (j != kNoSlot)
         return j;
     }
-    unsigned j = up_first ? pg->findUp(i, reach) : pg->findDown(i, reach);
-    if (j == kNoSlot)
-      j = up_first ? pg->findDown(i, reach) : pg->findUp(i, reach);
-    return j;
+    return pg->findBeside(i, reach, up_first);
   }
 
   /// A free slot of pg in the aligned group of g slots that holds
@@ -285,6 +282,9 @@ public:
       return nullptr;
     return &containers_.find(c);
   }
+
+  /// Changes when the entries container() returned may have moved.
+  unsigned containerGeneration() const { return containers_.generation(); }
 
   /// Forgets every container (the heap changes thread).
   void forgetContainers() { containers_.forget(); }
