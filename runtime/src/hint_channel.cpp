@@ -257,7 +257,7 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
   return p;
 }
 
-void ProcessHeap::countHinted(LocalHeap *h, const pages::ContainerSlot &cs, const void *anchor,
+DEFERO_ALWAYS_INLINE void ProcessHeap::countHinted(LocalHeap *h, const pages::ContainerSlot &cs, const void *anchor,
                               const void *p) {
   if (cs.policy >= 0) // placed by its policy: no continuation on the fast path
     h->recent.size = ~std::size_t{0};

@@ -245,7 +245,7 @@ extern bool g_auto_default;
 /// request of sz bytes, a hint of kind row + 1), as h's recent node. The
 /// continuation fast path takes slots above it only in a span of h's own:
 /// malloc may hand out another heap's block that this thread freed.
-inline void noteRecentBlock(LocalHeap *h, const void *container, const void *p,
+DEFERO_ALWAYS_INLINE void noteRecentBlock(LocalHeap *h, const void *container, const void *p,
                             std::size_t sz, unsigned row) {
   SlotPage *pg = PageArena::get().spanOf(p);
   if (pg && pg->owner != h)
