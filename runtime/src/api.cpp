@@ -135,11 +135,6 @@ OperatorNew replacedOperatorNew() {
 __attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t size,
                                               int kind, int side, const void *container,
                                               const void *where, std::uint8_t searched) {
-  if (kind == defero::kHintTree && searched) { // (its parent is a block of h with no room)
-    if (void *p = processHeap().mallocTreeOpen(h, size, container, where, side != 0))
-      return p;
-    return defero::newSlow(size, 0, false);
-  }
   if (void *p = processHeap().mallocHintedOpen(
           h, size,
           defero::PendingHint{static_cast<std::uint8_t>(kind),
@@ -268,16 +263,11 @@ void *newHintedContainer(std::size_t size, const void *container) {
   return p;
 }
 
-void *newHintedTree(std::size_t size, int kind, const void *container, const void *where,
-                    int side) {
-  if (void *p =
-          defero::placeAfterRecent(*defero::tls.recent, size, kind, container, where, side))
-    return p;
-  return newHintedMiss(size, kind, container, where, side);
-}
-
-void *newHintedBeside(std::size_t size, int kind, const void *container, const void *where,
-                      int side) {
+/// newHintedBeside's body: inlined there, and into newHintedTree with the
+/// kind a constant (a tree's insert off the first fast path goes through
+/// one call fewer, and its parent with no room straight to mallocTreeOpen).
+DEFERO_ALWAYS_INLINE void *besideOrSlow(std::size_t size, int kind, const void *container,
+                                        const void *where, int side) {
   defero::LocalHeap *h = defero::tls.heap;
   if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
                            size > defero::kMaxFast || !defero::hintFastPathOpen(h) ||
@@ -293,10 +283,30 @@ void *newHintedBeside(std::size_t size, int kind, const void *container, const v
   if (defero::fastAnchor(h, anchored))
     if (void *p = defero::placeBeside(h, size, anchored))
       return p;
+  if (kind == defero::kHintTree && anchored.searched) { // (its parent: a block of h, no room)
+    if (void *p = processHeap().mallocTreeOpen(h, size, container, where, side != 0))
+      return p;
+    return defero::newSlow(size, 0, false);
+  }
   if (defero::g_auto_default && defero::hopsContainers(h, kind, container) &&
       !defero::namesEmptyContainer(where, container))
     return newHintedInOrder(h, size, container, where);
   return newHintedSlow(h, size, kind, side, container, where, anchored.searched);
+}
+
+void *newHintedTree(std::size_t size, int kind, const void *container, const void *where,
+                    int side) {
+  if (void *p =
+          defero::placeAfterRecent(*defero::tls.recent, size, kind, container, where, side))
+    return p;
+  if (__builtin_expect(kind != defero::kHintTree || !defero::g_place_default, 0))
+    return newHintedMiss(size, kind, container, where, side);
+  return besideOrSlow(size, defero::kHintTree, container, where, side);
+}
+
+void *newHintedBeside(std::size_t size, int kind, const void *container, const void *where,
+                      int side) {
+  return besideOrSlow(size, kind, container, where, side);
 }
 
 void *newHintedFirst(std::size_t size, int kind, const void *container, const void *where,

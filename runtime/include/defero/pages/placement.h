@@ -117,7 +117,9 @@ public:
   /// of pg's class): in i's cell first when the class has cells (a hole a
   /// list left in its own two lines, not the next list's), then on the
   /// side `up_first` names, then the other; kNoSlot if none.
-  static unsigned findBeside(const SlotPage *pg, unsigned i, unsigned reach, bool up_first) {
+  /// (Always inlined: the hinted fast paths' search, placeBeside.)
+  [[gnu::always_inline]] static unsigned findBeside(const SlotPage *pg, unsigned i, unsigned reach,
+                                                    bool up_first) {
     if ((reach & (reach - 1)) == 0) { // (16, 32, 64 and 128-byte classes: aligned cells)
       const unsigned j = pg->findInCell(i, reach, up_first);
       if (j != kNoSlot)
