@@ -202,11 +202,17 @@ void report(benchmark::State &state, const std::vector<Phases> &runs, std::size_
   state.counters["nodes"] = static_cast<double>(n);
 }
 
-// The traversal phases as functions of their own, never inlined, so that
-// callgrind can count the cache misses of just these (--toggle-collect=
-// 'phase*': bench_report.py's locality table).
+// The traversal phases, and the set's build, as functions of their own,
+// never inlined, so that callgrind can count the cache misses (and the
+// build's instructions) of just these (--toggle-collect='phase*':
+// bench_report.py's locality tables).
 template <class List> __attribute__((noinline)) void phaseListForEach(List &list) {
   std::for_each(list.begin(), list.end(), [](int &x) { ++x; });
+}
+template <class Set>
+__attribute__((noinline)) void phaseTreeBuild(Set &set, const std::vector<int> &keys) {
+  for (int k : keys)
+    set.insert(k);
 }
 template <class Set>
 __attribute__((noinline)) long long phaseTreeFind(const Set &set, const std::vector<int> &probe) {
@@ -315,8 +321,7 @@ template <class Alloc, bool Ideal> void BM_TreeKernel(benchmark::State &state) {
     auto s = std::make_unique<std::set<int, std::less<int>, Alloc>>();
     ph.mark();
     auto t0 = Clock::now();
-    for (int k : insert)
-      s->insert(k);
+    phaseTreeBuild(*s, insert);
     ph.add("build", secondsSince(t0));
 
     auto phases = [&](auto &set) {

@@ -273,10 +273,10 @@ def main():
 
     app_rows = run_apps(r, a, apps, peers, reps)
     frag_rows = run_fragmentation(r, a, apps, peers) if a.replay else []
-    loc_rows = run_locality(r, a, peers)
+    loc_rows, build_rows = run_locality(r, a, peers)
     soak = run_soak(r, a, peers) if a.soak else []
     write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, frag_rows,
-                 loc_rows, soak)
+                 loc_rows, soak, build_rows)
 
 
 def run_apps(r, a, apps, peers, reps):
@@ -498,29 +498,61 @@ LOCALITY_N = {"smoke": 5000, "full": 200000}
 LOCALITY_PHASES = (("List for_each", "phaseListForEach", "List"),
                    ("Tree find", "phaseTreeFind", "Tree"),
                    ("Tree for_each", "phaseTreeForEach", "Tree"))
+# The set's build, counted in the same runs: instructions per insert (the
+# placement's cost, which the timings mix with the descent's misses).
+BUILD_PHASE = ("Tree build", "phaseTreeBuild", "Tree")
+
+
+def callgrind_cost(ann, events, fn):
+    """The inclusive cost of fn's line in callgrind_annotate's output, as
+    {event: count}; None if it has none."""
+    for line in ann.splitlines():
+        if f"::{fn}<" not in line:
+            continue
+        vals = []  # "20,005 (100.0%)" per event, "." for none
+        for tok in line.split():
+            if tok.startswith("("):
+                continue
+            if tok == "." or tok.replace(",", "").isdigit():
+                vals.append(0 if tok == "." else int(tok.replace(",", "")))
+            if len(vals) == len(events) or not (tok == "." or tok[0].isdigit()):
+                break
+        if len(vals) == len(events):
+            return dict(zip(events, vals))
+    return None
 
 
 def run_locality(r, a, peers):
-    """[(config, phase label, D1 misses per node, LL misses per node)]."""
+    """([(config, phase label, D1 misses per node, LL misses per node)],
+    [(config, instructions per insert of the set's build)])."""
     import shutil
     if not shutil.which("valgrind") or not shutil.which("callgrind_annotate"):
         print(f"{PROG}: valgrind is missing: no cache-miss counts", file=sys.stderr)
-        return []
+        return [], []
     n = LOCALITY_N[a.scale]
     configs = [("glibc", a.plain, {}, "std"), ("ideal layout", a.plain, {}, "ideal")]
     configs += [(p, a.plain, {"LD_PRELOAD": lib}, "std") for p, lib in peers if os.path.isfile(lib)]
     configs += [("defero, preloaded (no hints)", a.plain, {"LD_PRELOAD": a.libdefero}, "std"),
                 ("defero plugin, auto", a.plugin, {}, "std")]
-    out = []
+    # The build's instructions on the plugin's compiler too (a descent
+    # compiled by g++ costs other instructions than clang++-19's).
+    if a.clang:
+        configs += [(f"glibc, {CLANG_BUILD}", a.clang, {}, "std"),
+                    (f"defero, preloaded (no hints), {CLANG_BUILD}", a.clang,
+                     {"LD_PRELOAD": a.libdefero}, "std")]
+    out, build = [], []
     for label, binary, env, variant in configs:
         for kernel in ("List", "Tree"):
+            if label.endswith(CLANG_BUILD) and kernel == "List":
+                continue
             r.count += 1
             print(f"{PROG}: [{r.count}] callgrind, {kernel} kernel, {label} ...", flush=True)
             with tempfile.TemporaryDirectory() as d:
                 cg = os.path.join(d, "callgrind.out")
                 cmd = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--D1=32768,8,64",
                        "--I1=32768,8,64", "--LL=8388608,16,64", f"--callgrind-out-file={cg}"]
-                cmd += [f"--toggle-collect=*{fn}*" for _, fn, k in LOCALITY_PHASES if k == kernel]
+                cmd += [f"--toggle-collect=*{fn}*" for _, fn, k in LOCALITY_PHASES + (BUILD_PHASE,)
+                        if k == kernel]
                 cmd += [binary, f"--list-n={n}", f"--tree-n={n}",
                         f"--benchmark_filter=^{kernel}/{variant}/", "--benchmark_min_time=0.0001"]
                 p = subprocess.run(cmd, env=environment(env), capture_output=True, text=True, timeout=7200)
@@ -533,31 +565,22 @@ def run_locality(r, a, peers):
             for line in ann.splitlines():
                 if line.startswith("Events shown:"):
                     events = line.split(":", 1)[1].split()
+            if kernel == BUILD_PHASE[2]:
+                cost = callgrind_cost(ann, events, BUILD_PHASE[1])
+                if not cost or "Ir" not in cost:
+                    fail(f"callgrind, {label}: no instruction count for {BUILD_PHASE[1]}")
+                build.append((label, cost["Ir"] / n))
             for phase, fn, k in LOCALITY_PHASES:
-                if k != kernel:
+                if k != kernel or label.endswith(CLANG_BUILD):
                     continue
-                cost = None
-                for line in ann.splitlines():
-                    if f"::{fn}<" not in line:
-                        continue
-                    vals = []  # "20,005 (100.0%)" per event, "." for none
-                    for tok in line.split():
-                        if tok.startswith("("):
-                            continue
-                        if tok == "." or tok.replace(",", "").isdigit():
-                            vals.append(0 if tok == "." else int(tok.replace(",", "")))
-                        if len(vals) == len(events) or not (tok == "." or tok[0].isdigit()):
-                            break
-                    if len(vals) == len(events):
-                        cost = dict(zip(events, vals))
-                        break
+                cost = callgrind_cost(ann, events, fn)
                 if not cost or "D1mr" not in cost:
                     fail(f"callgrind, {label}: no cache counts for {fn}")
                 # Read and write misses: for_each's ++x is a read-modify-write,
                 # which callgrind counts as a write.
                 out.append((label, phase, (cost["D1mr"] + cost.get("D1mw", 0)) / n,
                             (cost.get("DLmr", 0) + cost.get("DLmw", 0)) / n))
-    return out
+    return out, build
 
 
 def ratio(x, y):
@@ -565,7 +588,7 @@ def ratio(x, y):
 
 
 def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, frag_rows,
-                 loc_rows, soak):
+                 loc_rows, soak, build_rows):
     os.makedirs(a.out, exist_ok=True)
     get = {(lab, kern): row for lab, _, kern, row in rows}
     peers = [lab for lab, grp, kern, _ in rows if grp == "peer" and kern == "List"]
@@ -723,6 +746,15 @@ def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, fr
             lines.append(f"| {lab} | " + " | ".join(
                 f"{c[(lab, ph)][0]:.2f} / {c[(lab, ph)][1]:.2f}" if (lab, ph) in c else "—"
                 for ph in phases) + " |")
+        lines.append("")
+    if build_rows:
+        lines += ["## Instructions per insert of the set's build (callgrind)", "",
+                  f"{LOCALITY_N[a.scale]:,} random inserts into a set, after the same warm-up, "
+                  "counted by callgrind in the same runs (`phaseTreeBuild`, everything it calls: "
+                  "libstdc++'s descent and rebalancing, and the allocation with its placement). "
+                  "Deterministic: what the timings of the build mix with its cache misses.", "",
+                  "| configuration | instructions per insert |", "|---|---|"]
+        lines += [f"| {lab} | {ir:.0f} |" for lab, ir in build_rows]
         lines.append("")
 
     lines += soak_section(a, soak)
