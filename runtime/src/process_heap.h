@@ -512,8 +512,8 @@ public:
   /// The same for a tree hint whose anchor, a block of h of the node's
   /// class, has no free slot beside it (placeBeside searched): the zone's
   /// run or the tree's, without hinted()'s other cases (which it takes
-  /// when one applies). About 40% fewer instructions than mallocHintedOpen
-  /// for a set's insert off the fast path.
+  /// when one applies). With the other steps of that session, a set's
+  /// build of 300K inserts: 289.1 -> 236.7 M instructions (README).
   void *mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *container, const void *anchor,
                        bool left);
   /// free's full path (after freeFast declined).
