@@ -86,7 +86,8 @@ void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, unsigned cls, const vo
   const std::uint32_t epoch = cs->epoch;
   void *p = nullptr;
   const unsigned generation = h->containerGeneration();
-  if (pages::ContainerSlot *z = h->container(zoneKey(container, path & ((std::uint64_t{1} << bits) - 1), bits))) {
+  const std::uint64_t zone = path & ((std::uint64_t{1} << bits) - 1);
+  if (pages::ContainerSlot *z = h->container(zoneKey(container, zone, bits))) {
     if (z->runs > kZoneRunLevel)
       z->runs = static_cast<std::uint8_t>(kZoneRunLevel);
     p = h->takeRun(*z, cls, left, kTreeRunStride, true);
@@ -257,8 +258,8 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
   return p;
 }
 
-DEFERO_ALWAYS_INLINE void ProcessHeap::countHinted(LocalHeap *h, const pages::ContainerSlot &cs, const void *anchor,
-                              const void *p) {
+DEFERO_ALWAYS_INLINE void ProcessHeap::countHinted(LocalHeap *h, const pages::ContainerSlot &cs,
+                                                   const void *anchor, const void *p) {
   if (cs.policy >= 0) // placed by its policy: no continuation on the fast path
     h->recent.size = ~std::size_t{0};
   h->count.hinted_allocs.add(1);
