@@ -44,10 +44,11 @@ inline constexpr unsigned kWordBits = 64;
 inline constexpr unsigned kMaxWords = 64;
 inline constexpr unsigned kMaxSlots = kWordBits * kMaxWords;
 inline constexpr unsigned kNoSlot = ~0u;
-/// Bits at the multiples of 2^k in a bitmap word, k = 0..4.
-inline constexpr std::uint64_t kGroupStarts[5] = {~std::uint64_t{0}, 0x5555555555555555u,
-                                                  0x1111111111111111u, 0x0101010101010101u,
-                                                  0x0001000100010001u};
+/// Bits at the multiples of 2^k in a bitmap word, k = 0..6 (the lowest
+/// bit of each lane of 2^k bits).
+inline constexpr std::uint64_t kGroupStarts[7] = {
+    ~std::uint64_t{0},     0x5555555555555555u, 0x1111111111111111u, 0x0101010101010101u,
+    0x0001000100010001u, 0x0000000100000001u, 0x0000000000000001u};
 /// Bytes of a heap's per-class word cache and free stack (one line).
 inline constexpr unsigned kClassCacheBytes = 64;
 inline constexpr std::uint8_t kNoWord = 0xFF;
@@ -257,21 +258,41 @@ struct alignas(64) SlotPage {
   /// The lowest slot s in [lo, hi) such that the g slots from s are free
   /// and lie in [lo, hi) and in one bitmap word, s a multiple of g when g
   /// is a power of two (so that g slots of 128 / g bytes are two whole
-  /// cache lines); kNoSlot if none (none taken). 1 <= g <= 16. A shift
-  /// and an and per doubling of g, a tzcnt, per word of the range.
+  /// cache lines); kNoSlot if none (none taken). 1 <= g <= 64.
+  ///
+  /// A power of two g (a list's cell in the 16, 32 and 64-byte classes) is
+  /// a lane of g bits, and a free group a lane of the word's complement
+  /// that is zero: the lowest such lane flagged in five instructions a
+  /// word (the zero-byte test, x - ones & ~x & highs, with lanes of g bits;
+  /// a borrow only leaves a zero lane, so the lowest flag is exact). Other
+  /// g: a shift and an and per doubling of g, a tzcnt, per word.
   unsigned findFreeGroup(unsigned lo, unsigned hi, unsigned g) const {
     if (lo >= hi || hi - lo < g)
       return kNoSlot;
-    const bool aligned = (g & (g - 1)) == 0;
-    const std::uint64_t starts = aligned ? kGroupStarts[__builtin_ctz(g)] : ~std::uint64_t{0};
-    for (unsigned w = lo / kWordBits; w <= (hi - 1) / kWordBits; ++w) {
+    const unsigned first = lo / kWordBits, last = (hi - 1) / kWordBits;
+    if ((g & (g - 1)) == 0) {
+      const std::uint64_t ones = kGroupStarts[__builtin_ctz(g)], highs = ones << (g - 1);
+      for (unsigned w = first; w <= last; ++w) {
+        const unsigned base = w * kWordBits;
+        std::uint64_t x = ~free[w]; // 1: taken
+        // (slots below lo and from hi on count as taken: no lane across them)
+        if (base < lo)
+          x |= (std::uint64_t{1} << (lo - base)) - 1;
+        if (hi - base < kWordBits)
+          x |= ~std::uint64_t{0} << (hi - base);
+        if (const std::uint64_t z = (x - ones) & ~x & highs)
+          return base + static_cast<unsigned>(__builtin_ctzll(z)) - (g - 1);
+      }
+      return kNoSlot;
+    }
+    for (unsigned w = first; w <= last; ++w) {
       std::uint64_t m = free[w], span = 1; // m: bit i set iff slots i..i+span-1 free
       while (span < g) {
         const unsigned step = span * 2 <= g ? span : g - span;
         m &= m >> step;
         span += step;
       }
-      m &= starts & (~std::uint64_t{0} >> (g - 1)); // (the group ends in this word)
+      m &= ~std::uint64_t{0} >> (g - 1); // (the group ends in this word)
       const unsigned base = w * kWordBits;
       if (base < lo)
         m &= ~std::uint64_t{0} << (lo - base);

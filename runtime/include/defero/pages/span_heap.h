@@ -452,11 +452,14 @@ public:
     if (!pg || pg->state != SpanState::Avail || pg->cls != cls || pg->owner != this)
       pg = avail_[cls];
     SlotPage *best = nullptr;
+    unsigned best_slot = kNoSlot;
     for (unsigned n = 0; pg && n < kRunScan; ++n) {
       SlotPage *next = pg->next;
-      if ((!best || pg->used > best->used) && pg->used * 4u > pg->slots &&
-          pg->findFreeGroup(0, pg->slots, g) != kNoSlot)
-        best = pg;
+      if ((!best || pg->used > best->used) && pg->used * 4u > pg->slots)
+        if (const unsigned j = pg->findFreeGroup(0, pg->slots, g); j != kNoSlot) {
+          best = pg;
+          best_slot = j;
+        }
       pg = next ? next : (n + 1 < kRunScan ? avail_[cls] : nullptr);
       if (pg == best)
         break; // (the list is shorter than kRunScan: round again to best)
@@ -466,7 +469,7 @@ public:
       return nullptr;
     if (rover_[cls] == best)
       rover_[cls] = best->next;
-    slot = best->findFreeGroup(0, best->slots, g);
+    slot = best_slot;
     unlink(best);
     return best;
   }
