@@ -7,7 +7,7 @@
 // treePath walks a red-black tree node's parent links up to the tree's
 // header (libstdc++'s _Rb_tree_node_base: {color, parent, left, right}),
 // checking each link lies in the window's carved part before reading it:
-// about 15 instructions a level, on nodes the insert's descent just read.
+// about 14 instructions a level, on nodes the insert's descent just read.
 //
 // Cost: linksBefore reads the neighbour's two words and, for a node in the
 // middle of a list, its prev's first word (after checking prev is a block
@@ -94,12 +94,13 @@ inline constexpr unsigned kRbMaxDepth = 62;
 /// window's carved part, or a link above it leads neither to four words
 /// there nor to the header in the container object: a hint that does not
 /// name a node of that tree, which is then placed without its path, or a
-/// path deeper than kRbMaxDepth. About 15 instructions a level (x86-64:
-/// two loads, the header and window tests, the depth bound, and the step,
-/// a compare and a lea: walking up, each step goes in below the ones
-/// above it, b = 2b + step, which leaves the root's lowest).
-inline bool treePath(const void *node, const void *container, std::uint64_t &bits,
-                     unsigned &depth) {
+/// path deeper than kRbMaxDepth. About 14 instructions a level (x86-64:
+/// three loads, the window test, the header's (p->parent == x), the depth
+/// bound, and the step, a compare and a lea: walking up, each step goes in
+/// below the ones above it, b = 2b + step, which leaves the root's lowest),
+/// two levels an iteration.
+inline __attribute__((always_inline)) bool treePath(const void *node, const void *container,
+                                                    std::uint64_t &bits, unsigned &depth) {
   // A node: its four words in the window's carved part (read once: it only
   // grows). Not required to be aligned: a link that is not a node's start
   // but lies there is read safely, and gives a path no worse than any
@@ -118,17 +119,35 @@ inline bool treePath(const void *node, const void *container, std::uint64_t &bit
   // and test).
   static_assert(kRbMaxDepth == 62);
   std::uint64_t b = 1;
-  for (;;) {
-    const std::uintptr_t parent = reinterpret_cast<const std::uintptr_t *>(x)[kRbParentWord];
-    if (inContainer(reinterpret_cast<const void *>(parent), container))
-      break; // x is the root (its parent is the header)
-    if (parent - base > last)
-      return false;
-    b = 2 * b + (reinterpret_cast<const std::uintptr_t *>(parent)[kRbLeftWord] != x);
+  // p, x's parent, is read before it is tested, and its own parent g
+  // before its step is taken: the header's parent is the root, so p is the
+  // header (of a container in a block of the window) only if g == x, and
+  // only then is p tested for lying in the container object; a p out of
+  // the window is tested there. (Tested at every level, a node within
+  // kHeaderReach bytes after a container object in the window, its
+  // neighbour slot, was taken for the header: the walk stopped there.)
+  std::uintptr_t p = reinterpret_cast<const std::uintptr_t *>(x)[kRbParentWord];
+  // One level up: 0 to go on, 1 when x is the root, 2 when p is no node.
+  const auto up = [&]() __attribute__((always_inline)) -> int {
+    if (p - base > last)
+      return inContainer(reinterpret_cast<const void *>(p), container) ? 1 : 2;
+    const std::uintptr_t g = reinterpret_cast<const std::uintptr_t *>(p)[kRbParentWord];
+    if (g == x) // (a node's parent is never its child)
+      return inContainer(reinterpret_cast<const void *>(p), container) ? 1 : 2;
+    b = 2 * b + (reinterpret_cast<const std::uintptr_t *>(p)[kRbLeftWord] != x);
     if (static_cast<std::int64_t>(b) < 0)
-      return false;
-    x = parent;
-  }
+      return 2;
+    x = p;
+    p = g;
+    return 0;
+  };
+  int r;
+  do // (two levels an iteration: no register moves between them)
+    if ((r = up()) == 0)
+      r = up();
+  while (r == 0);
+  if (r == 2)
+    return false;
   depth = 63u - static_cast<unsigned>(__builtin_clzll(b));
   bits = b - (std::uint64_t{1} << depth);
   return true;
