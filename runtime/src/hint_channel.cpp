@@ -276,7 +276,6 @@ DEFERO_ALWAYS_INLINE void ProcessHeap::countHinted(LocalHeap *h, const pages::Co
 
 void *ProcessHeap::mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *container,
                                   const void *anchor, bool left) {
-  const PendingHint hint{kHintTree, static_cast<std::int8_t>(left), container, anchor, 1};
   const unsigned cls = kbit::classOf(sz + kCanaryBytes);
   pages::ContainerSlot *cs = h->container(container);
   // What hinted() would do otherwise: a pending one-shot hint to drop, a
@@ -288,7 +287,8 @@ void *ProcessHeap::mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *cont
                            (registry_.used() && cs->epoch != registry_.epoch()) ||
                            inContainer(anchor, container),
                        0))
-    return mallocHintedOpen(h, sz, hint);
+    return mallocHintedOpen(
+        h, sz, PendingHint{kHintTree, static_cast<std::int8_t>(left), container, anchor, 1});
   void *p = takeInZone(h, cs, cls, container, anchor, left);
   if (!p)
     p = h->takeRun(*cs, cls, left, kTreeRunStride);
