@@ -272,17 +272,23 @@ struct alignas(64) SlotPage {
     const unsigned first = lo / kWordBits, last = (hi - 1) / kWordBits;
     if ((g & (g - 1)) == 0) {
       const std::uint64_t ones = kGroupStarts[__builtin_ctz(g)], highs = ones << (g - 1);
-      for (unsigned w = first; w <= last; ++w) {
-        const unsigned base = w * kWordBits;
-        std::uint64_t x = ~free[w]; // 1: taken
-        // (slots below lo and from hi on count as taken: no lane across them)
-        if (base < lo)
-          x |= (std::uint64_t{1} << (lo - base)) - 1;
-        if (hi - base < kWordBits)
-          x |= ~std::uint64_t{0} << (hi - base);
+      const auto at = [&](unsigned w, std::uint64_t z) {
+        return w * kWordBits + static_cast<unsigned>(__builtin_ctzll(z)) - (g - 1);
+      };
+      // x: 1 for a taken slot; the slots below lo and from hi on count as
+      // taken (no lane across them), so only the first and last words are
+      // masked.
+      unsigned w = first;
+      std::uint64_t x = ~free[w];
+      if (w * kWordBits < lo)
+        x |= (std::uint64_t{1} << (lo - w * kWordBits)) - 1;
+      for (; w < last; x = ~free[++w])
         if (const std::uint64_t z = (x - ones) & ~x & highs)
-          return base + static_cast<unsigned>(__builtin_ctzll(z)) - (g - 1);
-      }
+          return at(w, z);
+      if (hi - last * kWordBits < kWordBits)
+        x |= ~std::uint64_t{0} << (hi - last * kWordBits);
+      if (const std::uint64_t z = (x - ones) & ~x & highs)
+        return at(last, z);
       return kNoSlot;
     }
     for (unsigned w = first; w <= last; ++w) {
