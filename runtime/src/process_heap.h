@@ -372,14 +372,15 @@ DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz
   if (__builtin_expect(n >= pg->slots, 0))
     return nullptr;
   if (__builtin_expect(kind == kHintNeighbor, 1)) {
-    // After the node this thread placed last for the same container: the
-    // tail after a push_back (a node inserted before it, which this also
-    // takes, lands a slot above instead of below: the same line or the
-    // next). The container is compared, not read from the anchor's link:
-    // two instructions fewer.
-    if (LocalHeap::recentKey(sz, kHintNeighbor - 1) != r.size || where != r.node ||
-        container != r.container)
+    // After the node this thread placed last: the tail after a push_back
+    // (a node inserted before it, which this also takes, lands a slot
+    // above instead of below: the same line or the next). The container
+    // is not compared (three instructions): a node the program names as
+    // another container's tail (spliced there) is continued as well, and
+    // the record names that container from then on.
+    if (LocalHeap::recentKey(sz, kHintNeighbor - 1) != r.size || where != r.node)
       return nullptr;
+    r.container = container;
     return takeAboveRecent(r, where, pg, n);
   }
   if (kind == kHintTree) {
