@@ -281,6 +281,11 @@ DEFERO_ALWAYS_INLINE void *besideOrSlow(std::size_t size, int kind, const void *
       return p;
     return defero::newSlow(size, 0, false);
   }
+  if (kind == defero::kHintNeighbor && defero::namesEmptyContainer(where, container)) {
+    if (void *p = processHeap().mallocListFirst(h, size, container, where)) // (a list's first node)
+      return p;
+    return defero::newSlow(size, 0, false);
+  }
   if (defero::g_auto_default && defero::hopsContainers(h, kind, container) &&
       !defero::namesEmptyContainer(where, container))
     return newHintedInOrder(h, size, container, where);

@@ -302,6 +302,42 @@ void *ProcessHeap::mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *cont
   return p;
 }
 
+void *ProcessHeap::mallocListFirst(LocalHeap *h, std::size_t sz, const void *container,
+                                   const void *anchor) {
+  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  pages::ContainerSlot *cs = h->container(container);
+  const bool hop = g_auto_default && hopsContainers(h, kHintNeighbor, container);
+  const SlotPage *at = anchor ? PageArena::get().spanOf(anchor) : nullptr;
+  // What hinted() would do otherwise: a pending one-shot hint to drop, a
+  // container with a policy (or one to read), a class whose free stack
+  // goes back to the bitmaps first, a header in a block of h's of the
+  // node's class (a hole beside it, or in its K-class, comes first).
+  if (__builtin_expect(!cs || h->hint.kind != kHintNone || cs->policy >= 0 ||
+                           (registry_.used() && cs->epoch != registry_.epoch()) ||
+                           (!hop && h->stacked(cls)) ||
+                           (at && at->owner == h && at->cls == cls),
+                       0))
+    return mallocHintedOpen(h, sz, PendingHint{kHintNeighbor, 0, container, anchor, 0});
+  // An empty container starts afresh (hinted()'s `fresh`).
+  cs->cell = 0;
+  cs->up = pages::Run{};
+  cs->down = pages::Run{};
+  cs->runs = 0;
+  if (h->recent.container == container)
+    h->noteRecent(container, nullptr, nullptr, 0, 0);
+  void *p = h->takeCell(*cs, cls);
+  if (!p && hop && tls.fast == h) // malloc's slot (its free stack first)
+    p = mallocFast(sz);
+  if (!p)
+    p = h->malloc(cls);
+  if (__builtin_expect(!p, 0)) // the small-object window is full
+    return mallocLarge(h, sz, os::kPageBytes, nullptr);
+  noteRecentBlock(h, container, p, sz, kHintNeighbor - 1u);
+  countHinted(h, *cs, anchor, p);
+  finishSmall(h, p, cls);
+  return p;
+}
+
 void ProcessHeap::hintNeighbor(const void *c, const void *n) {
   if (LocalHeap *h = heap()) {
     h->count.hints[0].add(1);

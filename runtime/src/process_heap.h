@@ -517,6 +517,12 @@ public:
   /// build of 300K inserts: 289.1 -> 236.7 M instructions (README).
   void *mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *container, const void *anchor,
                        bool left);
+  /// The same for a list's first node (a neighbour hint naming the empty
+  /// container: its header, or no anchor) whose anchor is no block of h's
+  /// in the node's class: a cell of its own (takeCell), without hinted()'s
+  /// other cases (which it takes when one applies).
+  void *mallocListFirst(LocalHeap *h, std::size_t sz, const void *container,
+                        const void *anchor);
   /// free's full path (after freeFast declined).
   void freeSlow(void *p, const char *call);
 
