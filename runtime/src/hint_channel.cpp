@@ -292,12 +292,19 @@ void *ProcessHeap::mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *cont
   void *p = takeInZone(h, cs, cls, container, anchor, left);
   if (!p)
     p = h->takeRun(*cs, cls, left, kTreeRunStride);
+  return endOpen(h, sz, cls, *cs, container, anchor, p, kHintTree - 1u);
+}
+
+DEFERO_ALWAYS_INLINE void *ProcessHeap::endOpen(LocalHeap *h, std::size_t sz, unsigned cls,
+                                                const pages::ContainerSlot &cs,
+                                                const void *container, const void *anchor,
+                                                void *p, unsigned row) {
   if (!p)
     p = h->malloc(cls);
   if (__builtin_expect(!p, 0)) // the small-object window is full
     return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  noteRecentBlock(h, container, p, sz, kHintTree - 1u);
-  countHinted(h, *cs, anchor, p);
+  noteRecentBlock(h, container, p, sz, row);
+  countHinted(h, cs, anchor, p);
   finishSmall(h, p, cls);
   return p;
 }
@@ -328,14 +335,7 @@ void *ProcessHeap::mallocListFirst(LocalHeap *h, std::size_t sz, const void *con
   void *p = h->takeCell(*cs, cls);
   if (!p && hop && tls.fast == h) // malloc's slot (its free stack first)
     p = mallocFast(sz);
-  if (!p)
-    p = h->malloc(cls);
-  if (__builtin_expect(!p, 0)) // the small-object window is full
-    return mallocLarge(h, sz, os::kPageBytes, nullptr);
-  noteRecentBlock(h, container, p, sz, kHintNeighbor - 1u);
-  countHinted(h, *cs, anchor, p);
-  finishSmall(h, p, cls);
-  return p;
+  return endOpen(h, sz, cls, *cs, container, anchor, p, kHintNeighbor - 1u);
 }
 
 void ProcessHeap::hintNeighbor(const void *c, const void *n) {

@@ -604,6 +604,11 @@ private:
   /// ends the fast path's continuation of a container with a policy.
   void countHinted(LocalHeap *h, const pages::ContainerSlot &cs, const void *anchor,
                    const void *p);
+  /// The open paths' end (mallocTreeOpen, mallocListFirst): malloc's slot
+  /// when the placement found none (the large path when the window is
+  /// full), then the recent node, the counts and the canary.
+  void *endOpen(LocalHeap *h, std::size_t sz, unsigned cls, const pages::ContainerSlot &cs,
+                const void *container, const void *anchor, void *p, unsigned row);
   LocalHeap *attachHeap();
   void unlockAfterFork(bool child);
   static void threadExit(void *heap);
