@@ -84,6 +84,13 @@ struct Event {
   std::exit(1);
 }
 
+/// die() naming a line of the trace: "at FILE:LINE", whatever the path's
+/// length (a fixed buffer cut long paths' line numbers off).
+[[noreturn]] void dieAt(const char *what, const char *file, long lineno) {
+  std::fprintf(stderr, "trace_replay: %s, at %s:%ld\n", what, file, lineno);
+  std::exit(1);
+}
+
 /// A line of /proc/self/status, in bytes ("VmRSS", "VmHWM").
 std::uint64_t statusBytes(const char *key) {
   FILE *f = std::fopen("/proc/self/status", "r");
@@ -129,9 +136,7 @@ int main(int argc, char **argv) {
         ++inherited;
         return kNone;
       }
-      char where[64];
-      std::snprintf(where, sizeof where, "%s:%ld", argv[1], lineno);
-      die("a free or realloc of a block the trace never allocated, at ", where);
+      dieAt("a free or realloc of a block the trace never allocated", argv[1], lineno);
     }
     const std::size_t s = it->second;
     live_slot.erase(it);
@@ -158,9 +163,7 @@ int main(int argc, char **argv) {
       if (old != kNone)
         events.push_back({'f', old, 0, 0});
     } else {
-      char where[64];
-      std::snprintf(where, sizeof where, "%s:%ld", argv[1], lineno);
-      die("not a trace event (m/f/r), at ", where);
+      dieAt("not a trace event (m/f/r)", argv[1], lineno);
     }
   }
   std::fclose(in);
