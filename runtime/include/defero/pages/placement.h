@@ -165,8 +165,10 @@ public:
   /// `zone`: c is a tree's zone (hint_channel.cpp), whose runs are cut
   /// only from a span of their own, fresh or empty: a span with holes
   /// would interleave the zone's nodes with other zones' and containers'.
-  void *takeRun(ContainerSlot &c, unsigned cls, bool down, unsigned stride = 1,
-                bool zone = false) {
+  /// The run's next slot is found inline (a masked tzcnt or lzcnt per word
+  /// of the run); a new run is cut out of line (openRun).
+  __attribute__((always_inline)) void *takeRun(ContainerSlot &c, unsigned cls, bool down,
+                                               unsigned stride = 1, bool zone = false) {
     Run &r = down ? c.down : c.up;
     if (r.span && r.span->cls == cls) {
       const unsigned j = down ? r.span->findInRangeDown(r.lo, r.next)
@@ -174,6 +176,13 @@ public:
       if (j != kNoSlot)
         return takeFromRun(r, j, down, stride);
     }
+    return openRun(c, cls, down, stride, zone);
+  }
+
+  /// takeRun's slow path: c's next run, cut and its first slot taken.
+  __attribute__((noinline)) void *openRun(ContainerSlot &c, unsigned cls, bool down,
+                                          unsigned stride, bool zone) {
+    Run &r = down ? c.down : c.up;
     // A new run starts at the first free slot of the run span's uncut
     // part on the run's side (nodes placed beside their neighbours may
     // have taken the slots next to it); a span with none gives way to a
@@ -279,7 +288,7 @@ public:
 
   /// This thread's record of container c; nullptr if the table cannot be
   /// mapped.
-  ContainerSlot *container(const void *c) {
+  __attribute__((always_inline)) ContainerSlot *container(const void *c) {
     if (__builtin_expect(!containers_.ready(), 0))
       return nullptr;
     return &containers_.find(c);
