@@ -368,9 +368,9 @@ DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz
                                             int side) {
   SlotPage *pg = r.page;
   const std::uint64_t i = r.slot, n = i + 1;
-  // (kNoPage has no slot: no recent node, or a closed fast path.)
-  if (__builtin_expect(n >= pg->slots, 0))
-    return nullptr;
+  // (No bound test: slot n is the one above a slot of pg, at most the
+  // bitmap's last word's first, which is always 0, taken; kNoPage, no
+  // recent node or a closed fast path, has every bit 0.)
   if (__builtin_expect(kind == kHintNeighbor, 1)) {
     // After the node this thread placed last: the tail after a push_back
     // (a node inserted before it, which this also takes, lands a slot

@@ -137,7 +137,10 @@ struct alignas(64) SlotPage {
   /// carved or last emptied: a list whose tail lies here began in a cell.
   bool cells = false;
   // --- the bitmap ---
-  alignas(64) std::uint64_t free[kMaxWords] = {};
+  /// One bit per slot, and one word more that is always 0 (no slot): a
+  /// search that reads the word after a slot's (the slot above the last,
+  /// a window round a slot of the last word) needs no bound test.
+  alignas(64) std::uint64_t free[kMaxWords + 1] = {};
 
   /// Marks every slot free (a fresh span).
   void initFree() {
@@ -369,13 +372,13 @@ struct alignas(64) SlotPage {
   /// The free slots within r (at most 31) slots of slot i, one bit each:
   /// bit r + d is slot i + d's (slots outside the span read taken). Two
   /// word loads and a funnel shift, no loop.
-  std::uint64_t window(unsigned i, unsigned r) const {
+  [[gnu::always_inline]] std::uint64_t window(unsigned i, unsigned r) const {
     if (__builtin_expect(i < r, 0)) // (the span's first slots: none below 0)
-      return window(r, r) << (r - i) & ((std::uint64_t{2} << (2 * r)) - 1);
+      return free[0] << (r - i) & ((std::uint64_t{2} << (2 * r)) - 1);
     // (A 128-bit shift of the two words: one shrd on x86-64.)
     __extension__ using Pair = unsigned __int128;
     const unsigned lo = i - r, w = lo / kWordBits;
-    const Pair pair = static_cast<Pair>(w + 1 < kMaxWords ? free[w + 1] : 0) << kWordBits | free[w];
+    const Pair pair = static_cast<Pair>(free[w + 1]) << kWordBits | free[w]; // (w + 1 <= kMaxWords)
     return static_cast<std::uint64_t>(pair >> (lo % kWordBits)) &
            ((std::uint64_t{2} << (2 * r)) - 1);
   }
@@ -383,7 +386,7 @@ struct alignas(64) SlotPage {
   /// A free slot within r (at most 31) slots of slot i: the nearest above
   /// i if `up_first` and there is one, else the nearest below, or the
   /// mirror; kNoSlot if none (not taken). One window() and a bit scan.
-  unsigned findBeside(unsigned i, unsigned r, bool up_first) const {
+  [[gnu::always_inline]] unsigned findBeside(unsigned i, unsigned r, bool up_first) const {
     const std::uint64_t v = window(i, r);
     const std::uint64_t above = v >> (r + 1), below = v & ((std::uint64_t{1} << r) - 1);
     const unsigned up = above ? i + 1 + static_cast<unsigned>(__builtin_ctzll(above)) : kNoSlot;
@@ -486,7 +489,7 @@ struct alignas(64) SlotPage {
 
 static_assert(offsetof(SlotPage, summary) == 64, "the fixed fields fill one line");
 static_assert(offsetof(SlotPage, free) == 128, "the owner's fields fill one line");
-static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8);
+static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8 + 64, "the bitmap and its last word");
 
 /// A span with no slot: what a pointer to a span that must never be null
 /// names when there is none (every search of it, and every bound check
