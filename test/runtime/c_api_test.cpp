@@ -604,6 +604,40 @@ TEST(CApiHints, ATreeHintWhoseParentLinksLoopIsPlacedWithoutItsPath) {
     defero_free(n);
 }
 
+// push_back after push_back takes the slot right above the tail without
+// testing it against the span's last slot: the bitmap's word after the
+// last is always 0 (taken). A list of 16-byte blocks (4,096 slots a span:
+// the slot above the last is that word's first) crosses many spans' ends.
+TEST(CApiHints, AContinuationStopsAtItsSpansLastSlot) {
+  requireAutoPolicy();
+  static void *header[2];
+  std::vector<void *> nodes;
+  const void *prev = header;
+  for (int i = 0; i < 20000; ++i) {
+    void *p = __defero_new_hinted(16, 1, header, prev, 0);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x5A, 16);
+    nodes.push_back(p);
+    prev = p;
+  }
+  std::vector<void *> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 1; i < sorted.size(); ++i)
+    ASSERT_GE(addr(sorted[i]) - addr(sorted[i - 1]), 16u) << "two nodes share a slot";
+  std::size_t ends = 0, next = 0; // spans' last slots taken; links that go on in address order
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    ASSERT_EQ(defero_usable_size(nodes[i]), 16u);
+    ends += (addr(nodes[i]) & 0xFFFF) == 0xFFF0;
+    next += i + 1 < nodes.size() && addr(nodes[i + 1]) == addr(nodes[i]) + 16;
+  }
+  EXPECT_GE(ends, 3u) << "the list filled fewer than three spans to their end";
+  EXPECT_GT(next, nodes.size() * 9 / 10) << "the continuation did not run";
+  for (void *p : nodes) {
+    ASSERT_EQ(static_cast<unsigned char *>(p)[15], 0x5A);
+    defero_free(p);
+  }
+}
+
 TEST(CApiHints, FusedHintedNew) {
   requireAutoPolicy();
   Room r;
