@@ -67,8 +67,8 @@ const void *zoneKey(const void *container, std::uint64_t prefix, unsigned bits) 
 /// cs, the tree's entry, is looked up again only if the zone's lookup
 /// moved the table's entries (a growth) or forgot them (then its policy and
 /// depth are kept): otherwise it stays where it was (ContainerTable::find).
-void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, unsigned cls, const void *container,
-                 const void *anchor, bool left) {
+DEFERO_ALWAYS_INLINE void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, unsigned cls,
+                                      const void *container, const void *anchor, bool left) {
   std::uint64_t steps;
   unsigned depth;
   if (!treePath(anchor, container, steps, depth) || depth >= 63)
@@ -265,12 +265,17 @@ DEFERO_ALWAYS_INLINE void ProcessHeap::countHinted(LocalHeap *h, const pages::Co
   h->count.hinted_allocs.add(1);
   if (cs.policy >= 0)
     h->count.policy_allocs.add(1);
-  // "Same class" at the container's own K if it set one.
+  // "Same class" at the container's own K if it set one, else the
+  // heap's (the process's: a shift and a compare; an anchor out of the
+  // window, or none, is in no class of p's).
+  if (__builtin_expect(cs.k == 0, 1)) {
+    h->count.hint_same_class.add(h->sameClass(anchor, p));
+    return;
+  }
   PageArena &a = PageArena::get();
-  const unsigned k = cs.k ? cs.k : cfg_.k;
   if (anchor && a.inWindow(anchor) &&
-      ((reinterpret_cast<std::uintptr_t>(anchor) - a.base()) >> (32 - k)) ==
-          ((reinterpret_cast<std::uintptr_t>(p) - a.base()) >> (32 - k)))
+      ((reinterpret_cast<std::uintptr_t>(anchor) - a.base()) >> (32 - cs.k)) ==
+          ((reinterpret_cast<std::uintptr_t>(p) - a.base()) >> (32 - cs.k)))
     h->count.hint_same_class.add(1);
 }
 
