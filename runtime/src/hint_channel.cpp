@@ -52,22 +52,13 @@ constexpr unsigned zoneBits(unsigned depth) {
 }
 static_assert(zoneBits(14) == 0 && zoneBits(15) == 1 && zoneBits(64) == kMaxZoneBits);
 
-/// The container-table key of a tree's zone: an odd address, which no
-/// container object (aligned) has.
-const void *zoneKey(const void *container, std::uint64_t prefix, unsigned bits) {
-  const std::uintptr_t c = reinterpret_cast<std::uintptr_t>(container);
-  return reinterpret_cast<const void *>((c ^ ((prefix << 6 | bits) * 0x9E3779B97F4A7C15ull)) |
-                                        1);
-}
-
 /// A tree node under `anchor`, its parent (left: its left child), in the
 /// zone of its path, when the tree has zones: the next slot of the zone's
-/// run. nullptr: the tree's own runs take it (a tree with no zones yet, a
-/// node above the zones' depth, an anchor that is not a node of the tree).
-/// cs, the tree's entry, is looked up again only if the zone's lookup
-/// moved the table's entries (a growth) or forgot them (then its policy and
-/// depth are kept): otherwise it stays where it was (ContainerTable::find).
-DEFERO_ALWAYS_INLINE void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, unsigned cls,
+/// run (the zone's entry among the tree's, ContainerTable::zones). nullptr:
+/// the tree's own runs take it (a tree with no zones yet, a node above the
+/// zones' depth, an anchor that is not a node of the tree). cs is the
+/// tree's entry.
+DEFERO_ALWAYS_INLINE void *takeInZone(LocalHeap *h, pages::ContainerSlot *cs, unsigned cls,
                                       const void *container, const void *anchor, bool left) {
   std::uint64_t steps;
   unsigned depth;
@@ -81,27 +72,14 @@ DEFERO_ALWAYS_INLINE void *takeInZone(LocalHeap *h, pages::ContainerSlot *&cs, u
   // The new node's path (its step below the anchor is the deepest), and
   // its zone's: the first `bits` steps from the root, the lowest bits.
   const std::uint64_t path = steps | std::uint64_t{left ? 0u : 1u} << depth;
-  const std::int8_t policy = cs->policy;
-  const std::uint8_t k = cs->k, deepest = cs->depth;
-  const std::uint32_t epoch = cs->epoch;
-  void *p = nullptr;
-  const unsigned generation = h->containerGeneration();
   const std::uint64_t zone = path & ((std::uint64_t{1} << bits) - 1);
-  if (pages::ContainerSlot *z = h->container(zoneKey(container, zone, bits))) {
-    if (z->runs > kZoneRunLevel)
-      z->runs = static_cast<std::uint8_t>(kZoneRunLevel);
-    p = h->takeRun(*z, cls, left, kTreeRunStride, true);
-  }
-  if (h->containerGeneration() == generation)
-    return p;
-  cs = h->container(container);
-  if (cs && cs->epoch != epoch) { // (the table was started afresh: its runs are gone)
-    cs->policy = policy;
-    cs->k = k;
-    cs->depth = deepest;
-    cs->epoch = epoch;
-  }
-  return p;
+  pages::ContainerSlot *zs = h->zones(*cs);
+  if (!zs) // (no memory for them: the tree's own runs)
+    return nullptr;
+  pages::ContainerSlot &z = zs[(1u << bits) | zone];
+  if (z.runs > kZoneRunLevel)
+    z.runs = static_cast<std::uint8_t>(kZoneRunLevel);
+  return h->takeRun(z, cls, left, kTreeRunStride, true);
 }
 } // namespace
 
@@ -219,8 +197,6 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
       p = h->takeInClass(pg, anchor, !down);
     if (!p && pg && hint.kind == kHintTree) {
       p = takeInZone(h, cs, cls, hint.container, anchor, down);
-      if (!cs) // (never: a table once mapped stays mapped)
-        return p ? p : h->malloc(cls);
     }
     // A list's first node opens a cell of its own (two cache lines), hop
     // or not: its next nodes go beside it.

@@ -1,7 +1,8 @@
 // container_table_test - a thread's table of the containers it inserts into
 // (pages/container_table.h): it grows before it forgets, keeps every
 // entry's contents through a growth, and forgets all at once only past its
-// largest size.
+// largest size; a tree's zones' entries stay with it through a growth and
+// serve the next trees, cleared, once forgotten.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -76,6 +77,38 @@ TEST(ContainerTable, ForgetEmptiesAndTheTableIsUsableAfter) {
   EXPECT_EQ(t.size(), 0u);
   EXPECT_EQ(t.find(containerAt(5)).runs, 0u);
   EXPECT_EQ(t.size(), 1u);
+}
+
+TEST(ContainerTable, ATreesZonesStayWithItThroughAGrowthAndAreReusedClearedOnceForgotten) {
+  ContainerTable t;
+  ASSERT_TRUE(t.ready());
+  ContainerSlot *zones = t.zones(t.find(containerAt(0)));
+  ASSERT_NE(zones, nullptr);
+  EXPECT_EQ(t.zones(t.find(containerAt(0))), zones) << "made twice";
+  zones[(1u << 8) | 255].runs = 3;
+  zones[2].runs = 1;
+  ContainerSlot *other = t.zones(t.find(containerAt(1)));
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other, zones);
+  // A growth moves the entries, not their zones.
+  for (std::size_t i = 2; i < 3000; ++i)
+    t.find(containerAt(i));
+  EXPECT_GT(t.slots(), std::size_t{1} << ContainerTable::kFirstBits);
+  EXPECT_EQ(t.zones(t.find(containerAt(0))), zones);
+  EXPECT_EQ(zones[(1u << 8) | 255].runs, 3u);
+  // Forgotten with the table: the next trees take the same arrays, cleared.
+  t.forget();
+  ContainerSlot *a = t.zones(t.find(containerAt(7))), *b = t.zones(t.find(containerAt(8)));
+  EXPECT_TRUE((a == zones && b == other) || (a == other && b == zones)) << "new memory, not reuse";
+  for (unsigned i = 2; i < ContainerTable::kZoneSlots; ++i) {
+    ASSERT_EQ(a[i].runs, 0u) << "entry " << i << " kept a run of a forgotten tree";
+    ASSERT_EQ(b[i].runs, 0u);
+    ASSERT_EQ(a[i].up.span, nullptr);
+  }
+  ContainerSlot *c = t.zones(t.find(containerAt(9)));
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c, a);
+  EXPECT_NE(c, b);
 }
 
 } // namespace

@@ -61,7 +61,11 @@ struct ContainerSlot {
   std::uint32_t epoch = 0;
   std::uint8_t depth = 0;  // a tree's deepest insert seen off the fast path
   std::uint8_t cell = 0;   // its runs began with a list's cell (takeCell)
+  /// A tree's zones' entries (ContainerTable::zones), null until its
+  /// first node placed in a zone.
+  ContainerSlot *zones = nullptr;
 };
+static_assert(sizeof(ContainerSlot) == 64, "an entry a cache line");
 
 class ContainerTable {
 public:
@@ -121,8 +125,41 @@ public:
   void forget() {
     if (slots_) // (zero pages again: no pass over the table)
       os::discard(slots_, slots() * sizeof(ContainerSlot));
+    // The zones' arrays, forgotten with their trees, are kept for the
+    // next ones (zeroed: their pages given back).
+    while (ContainerSlot *z = zones_used_) {
+      zones_used_ = nextZones(z);
+      os::discard(z, kZoneSlots * sizeof(ContainerSlot));
+      nextZones(z) = zones_free_;
+      zones_free_ = z;
+    }
     used_ = 0;
     ++generation_;
+  }
+
+  /// Entries a tree's zones take: zone `prefix` of a tree with `bits`
+  /// zone bits (1..8) is entry (1 << bits) | prefix (entries 0 and 1 are
+  /// none: the first links the arrays).
+  static constexpr unsigned kZoneSlots = 512;
+  /// The zones' entries of tree entry t (kZoneSlots, zeroed when new: a
+  /// zone entry holds its runs only), made on its first call; nullptr if
+  /// there is no memory. An array of its own, not entries of the table: a
+  /// zone's entry is an index away (not a hash and a probe), and a large
+  /// tree's 510 zones take no room in the table. They go when the table
+  /// forgets its entries (forget), to serve the next trees.
+  ContainerSlot *zones(ContainerSlot &t) {
+    if (__builtin_expect(t.zones != nullptr, 1))
+      return t.zones;
+    ContainerSlot *z = zones_free_;
+    if (z) {
+      zones_free_ = nextZones(z);
+      nextZones(z) = nullptr;
+    } else if (!(z = static_cast<ContainerSlot *>(os::map(kZoneSlots * sizeof(ContainerSlot))))) {
+      return nullptr;
+    }
+    nextZones(z) = zones_used_;
+    zones_used_ = z;
+    return t.zones = z;
   }
 
   /// Changes whenever entries move or go (a growth, a forget): an entry's
@@ -167,7 +204,12 @@ private:
     return true;
   }
 
+  /// The link of a zones' array to the next on its list (its entry 0).
+  static ContainerSlot *&nextZones(ContainerSlot *z) { return z[0].zones; }
+
   ContainerSlot *slots_ = nullptr;
+  /// Zones' arrays given to trees, and arrays forgotten with theirs.
+  ContainerSlot *zones_used_ = nullptr, *zones_free_ = nullptr;
   unsigned bits_ = kFirstBits;
   std::size_t used_ = 0;
   unsigned generation_ = 0;

@@ -294,6 +294,9 @@ public:
     return &containers_.find(c);
   }
 
+  /// The zones' entries of tree entry t (ContainerTable::zones).
+  ContainerSlot *zones(ContainerSlot &t) { return containers_.zones(t); }
+
   /// Changes when the entries container() returned may have moved.
   unsigned containerGeneration() const { return containers_.generation(); }
 
