@@ -294,11 +294,14 @@ DEFERO_ALWAYS_INLINE void *besideOrSlow(std::size_t size, int kind, const void *
 
 void *newHintedTree(std::size_t size, int kind, const void *container, const void *where,
                     int side) {
-  if (void *p =
-          defero::placeAfterRecent(*defero::tls.recent, size, kind, container, where, side))
-    return p;
-  if (__builtin_expect(kind != defero::kHintTree || !defero::g_place_default, 0))
+  // (Any other kind, a nonsense one, is the miss path's to refuse.)
+  if (__builtin_expect(kind != defero::kHintTree, 0))
     return newHintedMiss(size, kind, container, where, side);
+  if (void *p = defero::placeAfterRecent(*defero::tls.recent, size, defero::kHintTree, container,
+                                         where, side))
+    return p;
+  if (__builtin_expect(!defero::g_place_default, 0))
+    return newHintedMiss(size, defero::kHintTree, container, where, side);
   return besideOrSlow(size, defero::kHintTree, container, where, side);
 }
 
