@@ -7,7 +7,7 @@
 // treePath walks a red-black tree node's parent links up to the tree's
 // header (libstdc++'s _Rb_tree_node_base: {color, parent, left, right}),
 // checking each link lies in the window's carved part before reading it:
-// about 14 instructions a level, on nodes the insert's descent just read.
+// about 11.5 instructions a level, on nodes the insert's descent just read.
 //
 // Cost: linksBefore reads the neighbour's two words and, for a node in the
 // middle of a list, its prev's first word (after checking prev is a block
@@ -94,11 +94,11 @@ inline constexpr unsigned kRbMaxDepth = 62;
 /// window's carved part, or a link above it leads neither to four words
 /// there nor to the header in the container object: a hint that does not
 /// name a node of that tree, which is then placed without its path, or a
-/// path deeper than kRbMaxDepth. About 14 instructions a level (x86-64:
-/// three loads, the window test, the header's (p->parent == x), the depth
-/// bound, and the step, a compare and a lea: walking up, each step goes in
-/// below the ones above it, b = 2b + step, which leaves the root's lowest),
-/// two levels an iteration.
+/// path deeper than kRbMaxDepth. About 11.5 instructions a level (x86-64:
+/// two loads, the window test, the header's (p->parent == x), and the step
+/// with the depth bound, an xor, a neg and an adc whose sign is the bound:
+/// walking up, each step goes in below the ones above it, b = 2b + step,
+/// which leaves the root's lowest), two levels an iteration.
 inline __attribute__((always_inline)) bool treePath(const void *node, const void *container,
                                                     std::uint64_t &bits, unsigned &depth) {
   // A node: its four words in the window's carved part (read once: it only
@@ -134,8 +134,20 @@ inline __attribute__((always_inline)) bool treePath(const void *node, const void
     const std::uintptr_t g = reinterpret_cast<const std::uintptr_t *>(p)[kRbParentWord];
     if (g == x) // (a node's parent is never its child)
       return inContainer(reinterpret_cast<const void *>(p), container) ? 1 : 2;
-    b = 2 * b + (reinterpret_cast<const std::uintptr_t *>(p)[kRbLeftWord] != x);
-    if (static_cast<std::int64_t>(b) < 0)
+    // The step (1 unless x is p's left child) shifted in below the others.
+    std::uintptr_t right = reinterpret_cast<const std::uintptr_t *>(p)[kRbLeftWord] ^ x;
+    bool too_deep;
+#if defined(__x86_64__)
+    // neg sets the carry for a nonzero operand, adc shifts it in, and its
+    // sign is the depth bound's test: three instructions (GCC's setne,
+    // movzbl, lea and test are four).
+    asm("negq %[r]\n\tadcq %[b], %[b]"
+        : [b] "+r"(b), [r] "+r"(right), "=@ccs"(too_deep));
+#else
+    b = 2 * b + (right != 0);
+    too_deep = static_cast<std::int64_t>(b) < 0;
+#endif
+    if (too_deep)
       return 2;
     x = p;
     p = g;
