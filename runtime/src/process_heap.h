@@ -197,7 +197,8 @@ DEFERO_ALWAYS_INLINE void freeFastOr(void *p, const char *call, Miss miss) {
     // A block of a span where no hint placed, or another heap's: onto the
     // free stack of its class; when that is full, the owner's block goes
     // to its bitmap below.
-    if (__builtin_expect(__atomic_load_n(&pg->placed_owner, __ATOMIC_RELAXED) != h, 1)) {
+    // (A plain read, folded into the compare: placed_owner is set once.)
+    if (__builtin_expect(pages::peek(pg->placed_owner) != h, 1)) {
       if (__builtin_expect(LocalHeap::marked(p), 0))
         return miss(p, call); // perhaps a double free
       if (__builtin_expect(LocalHeap::pushFreed(h->cacheAt(pg->cache_off), p), 1))

@@ -216,23 +216,6 @@ private:
   // span carved meanwhile to the slow path, which reads them again.
   std::uintptr_t base_ = 0;
   std::size_t limit_ = 0;
-
-  /// A plain read of a field other threads write with __atomic_store_n
-  /// (an atomic load under ThreadSanitizer, which cannot see that it is
-  /// benign).
-  __attribute__((always_inline)) static std::uintptr_t peek(const std::uintptr_t &v) {
-#if defined(__SANITIZE_THREAD__)
-    return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-    return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
-#else
-    return v;
-#endif
-#else
-    return v;
-#endif
-  }
 };
 
 } // namespace defero::pages

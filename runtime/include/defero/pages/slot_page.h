@@ -69,6 +69,25 @@ inline unsigned popcount64(std::uint64_t x) {
   return static_cast<unsigned>((x * 0x0101010101010101ull) >> 56);
 #endif
 }
+/// A plain read of a word other threads write with __atomic_store_n, which
+/// the compiler may fold into an instruction's memory operand (an atomic
+/// load is a load of its own); an atomic load under ThreadSanitizer, which
+/// cannot see that it is benign (an aligned word is read whole on every
+/// target here).
+template <class T> __attribute__((always_inline)) inline T peek(const T &v) {
+#if defined(__SANITIZE_THREAD__)
+  return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+#else
+  return v;
+#endif
+#else
+  return v;
+#endif
+}
+
 /// The 64x64->128 bit product (GCC's and Clang's extension).
 __extension__ typedef unsigned __int128 Wide;
 
