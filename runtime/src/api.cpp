@@ -122,8 +122,10 @@ OperatorNew replacedOperatorNew() {
                    std::memory_order_relaxed);
     s = same ? kOurs : kTheirs;
     replaced_state.store(s, std::memory_order_release);
-    if (s == kOurs)
+    if (s == kOurs) {
       defero::g_new_ours.store(true, std::memory_order_relaxed);
+      defero::noteFusedOpen();
+    }
   }
   return s == kTheirs ? replaced.load(std::memory_order_relaxed) : nullptr;
 }
@@ -262,9 +264,11 @@ void *newHintedContainer(std::size_t size, const void *container) {
 DEFERO_ALWAYS_INLINE void *besideOrSlow(std::size_t size, int kind, const void *container,
                                         const void *where, int side) {
   defero::LocalHeap *h = defero::tls.heap;
+  // (g_fused_open: the default predicate places, no container has a
+  // policy, the process's operator new is this library's.)
   if (__builtin_expect(h == nullptr || static_cast<unsigned>(kind - 1) > 2u ||
-                           size > defero::kMaxFast || !defero::hintFastPathOpen(h) ||
-                           replaced_state.load(std::memory_order_relaxed) != kOurs,
+                           size > defero::kMaxFast || h->divert != 0 ||
+                           !defero::g_fused_open.load(std::memory_order_relaxed),
                        0))
     return newHintedOther(size, kind, container, where, side);
   if (kind == defero::kHintContainer)

@@ -360,6 +360,7 @@ void ProcessHeap::containerPolicy(const void *c, const char *predicate, int k) {
   }
   registry_.setPolicy(c, p, static_cast<unsigned>(k));
   g_any_policy.store(true, std::memory_order_relaxed);
+  g_fused_open.store(false, std::memory_order_relaxed); // (noteFusedOpen: policies never go)
   // The calling thread's continuation of c ends (placeAfterRecent does
   // not read policies).
   if (LocalHeap *h = tls.heap; h && h->recent.container == c)

@@ -20,6 +20,13 @@ std::atomic<bool> g_any_policy{false};
 bool g_place_default = true;
 bool g_auto_default = true;
 std::atomic<bool> g_new_ours{false};
+std::atomic<bool> g_fused_open{false};
+
+void noteFusedOpen() {
+  g_fused_open.store(g_place_default && !g_any_policy.load(std::memory_order_relaxed) &&
+                         g_new_ours.load(std::memory_order_relaxed),
+                     std::memory_order_relaxed);
+}
 
 void openRecent(LocalHeap *h) {
   tls.recent = h && !h->divert && g_place_default && g_new_ours.load(std::memory_order_relaxed)
@@ -39,6 +46,7 @@ constexpr const char *kDoubleFree = "double free (block is already free)";
 ProcessHeap::ProcessHeap(const Config &cfg) : cfg_(cfg), pid_(::getpid()) {
   g_place_default = cfg.policy != Predicate::First;
   g_auto_default = cfg.policy == Predicate::Auto;
+  noteFusedOpen();
   pages::g_decay_ms = cfg.decay_ms;
   pages::g_max_resident = cfg.max_resident;
   pages::g_large_decay = [] { processHeap().large_.decay(false); };

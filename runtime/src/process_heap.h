@@ -237,6 +237,16 @@ extern std::atomic<bool> g_any_policy;
 /// any thread has a heap.
 extern bool g_place_default;
 
+/// g_place_default, no container with a policy of its own (g_any_policy),
+/// and the process's operator new this library's (g_new_ours): the fused
+/// entry's placement beside an anchor may skip the full path (with the
+/// calling thread's heap not diverted). One load for the three, kept by
+/// noteFusedOpen whenever one of them changes.
+extern std::atomic<bool> g_fused_open;
+/// Recomputes g_fused_open (after g_place_default, g_any_policy or
+/// g_new_ours changed).
+void noteFusedOpen();
+
 /// True when the process's default predicate is Auto (DEFERO_POLICY unset
 /// or auto). Auto keeps the allocation order of inserts that hop between
 /// containers (hopsContainers). Set once, before any thread has a heap.
