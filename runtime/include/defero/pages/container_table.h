@@ -20,9 +20,9 @@
 // MiB, keeping all). At 2^13 entries (forgetting at 4,096) the table
 // touches 384 KiB instead of 768: debruijn_net_plugin's peak RSS 16.5 ->
 // 16.2 MB, for 0.3% more of its instructions (more containers start
-// afresh). (Entries were 48 bytes then; a line each now, with a tree's
-// zones' array: 512 KiB at 2^13, debruijn_net_plugin's peak RSS 15.3-15.4
-// MB before and after.)
+// afresh). (384 KiB: entries of 48 bytes then; of 64 now, a line each
+// with a tree's zones' array: 512 KiB at 2^13, debruijn_net_plugin's peak
+// RSS 15.3-15.4 MB with 56-byte entries and with these.)
 //
 // Cost: a multiply for the hash and, at half load at most, about 1.5
 // probes per lookup (Knuth); a growth is one pass over the table, after as
