@@ -434,8 +434,11 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint
     return nullptr;
   if (__builtin_expect(pg->cached_word != pages::kNoWord, 0))
     return nullptr; // ProcessHeap::hinted uncaches it first (no call here)
-  if (__builtin_expect(pg->isFree(i), 0))
-    return nullptr; // a remembered anchor since freed (ProcessHeap::hinted)
+  // A container hint's anchor is remembered (the thread's last node for
+  // the container), perhaps since freed (ProcessHeap::hinted drops it); a
+  // neighbour or a parent the program names is live.
+  if (hint.kind == kHintContainer && __builtin_expect(pg->isFree(i), 0))
+    return nullptr;
   const unsigned j = LocalHeap::findBeside(pg, i, LocalHeap::lineReach(cls), !linksBefore(hint));
   if (j == pages::kNoSlot) {
     hint.searched = 1; // (the full path need not search again)
