@@ -194,7 +194,9 @@ public:
     if (j == kNoSlot) {
       if (rp)
         retireRun(rp);
-      rp = zone ? nullptr : this->takeMostlyFree(cls, small ? 3 : 1);
+      // (A zone's run takes a wholly free span of its class, never one
+      // with live blocks: zones' spans hold zone runs only.)
+      rp = zone ? this->takeEmpty(cls) : this->takeMostlyFree(cls, small ? 3 : 1);
       if (!rp) {
         this->reclaimIfGrowing(cls);
         rp = this->takeOtherEmptyOrCarve(cls);
