@@ -157,8 +157,12 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
   }
   if (fresh)
     *fresh = false;
-  if (sz > kMaxSmall)
+  if (sz > kMaxSmall) {
+    if (sz <= kMidMax)
+      if (void *p = mallocMid(h, sz, fresh))
+        return p;
     return mallocLarge(h, sz, os::kPageBytes, fresh);
+  }
   if (sz > kMidMin && !hint.kind)
     if (void *p = mallocMid(h, sz))
       return p;
@@ -182,11 +186,11 @@ void *ProcessHeap::mallocHintedOpen(LocalHeap *h, std::size_t sz, const PendingH
   return p;
 }
 
-/// A block of 1-32 KiB by best fit from h's mid heap (nullptr: it has
-/// none or it is full; the size classes serve then).
-void *ProcessHeap::mallocMid(LocalHeap *h, std::size_t sz) {
+/// A block of 4-256 KiB by best fit from h's mid heap (nullptr: it has
+/// none or it is full; the size classes or the large heap serve then).
+void *ProcessHeap::mallocMid(LocalHeap *h, std::size_t sz, bool *fresh) {
   std::size_t got;
-  void *p = h->mid.malloc(sz + kCanaryBytes, &got);
+  void *p = h->mid.malloc(sz + kCanaryBytes, &got, fresh);
   if (!p)
     return nullptr;
   armCanary(p, got);
@@ -200,7 +204,7 @@ void *ProcessHeap::mallocMid(LocalHeap *h, std::size_t sz) {
     h->decay(h->mid.now());
   // Like the word caches' claims (the live peak's bound): taken from the
   // region, not from the cache of freed blocks.
-  if (__builtin_expect(h->mid.regionTaken() >= LocalHeap::kPublishBytes, 0)) {
+  if (__builtin_expect(h->mid.regionTaken() >= static_cast<std::int64_t>(LocalHeap::kPublishBytes), 0)) {
     h->mid.resetRegionTaken();
     h->publishLive();
     noteFootprint();

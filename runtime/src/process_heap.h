@@ -5,7 +5,8 @@
 //   small objects (<= 32 KiB): one LocalHeap per thread (pages/local_heap.h)
 //     over the PageArena window; no lock, no atomic read-modify-write on
 //     the owner's malloc and free; its requests above 4 KiB (not aligned,
-//     not hinted) by best fit from the heap's MidHeap (pages/mid_heap.h)
+//     not hinted) by best fit from the heap's MidHeap (pages/mid_heap.h),
+//     which serves the requests up to 256 KiB above the classes too
 //   large objects: LargeHeap (pages/large_heap.h: address-ordered best
 //     fit with coalescing in a region of their own up to 32 MiB, mappings
 //     above; a lock-free registry; a per-thread cache of freed blocks in
@@ -94,10 +95,13 @@ inline constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
 inline constexpr std::size_t kMaxFast = kbit::kSmallTableMax - kCanaryBytes;
 
 
-/// Requests above this size and up to kMaxSmall come from the thread's mid
+/// Requests above this size and up to kMidMax come from the thread's mid
 /// heap (best fit with coalescing, mid_heap.h) when it can serve them;
-/// smaller ones, and aligned ones, from the size classes.
+/// smaller ones, and aligned ones, from the size classes (up to kMaxSmall)
+/// or the large heap.
 inline constexpr std::size_t kMidMin = 4096 - kCanaryBytes;
+inline constexpr std::size_t kMidMax = pages::MidHeap::kMaxBlock - kCanaryBytes;
+static_assert(kMidMax > kMaxSmall, "the mid heap serves the requests above the classes too");
 
 /// A heap that is never used: its word caches stay empty (so malloc's fast
 /// path misses to mallocRefill, which sends it to the full path) and no
@@ -605,7 +609,7 @@ public:
 
 private:
   void *mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align, bool *fresh);
-  void *mallocMid(LocalHeap *h, std::size_t sz);
+  void *mallocMid(LocalHeap *h, std::size_t sz, bool *fresh = nullptr);
   void freeMid(LocalHeap *h, void *p, const char *call);
   /// Bytes the mid heaps hold from the OS (slices handed out, less their
   /// free runs given back).

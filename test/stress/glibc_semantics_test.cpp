@@ -229,6 +229,33 @@ TEST(GlibcSemantics, ReallocAndCallocOfMiddleSizedBlocks) {
   std::free(z);
 }
 
+// Blocks of 32-256 KiB come from the thread's best-fit heap too: realloc
+// moves one's contents into the large heap and back, and calloc of one cut
+// from memory a freed block dirtied is zeroed.
+TEST(GlibcSemantics, ReallocAndCallocAcrossTheMidHeapsTop) {
+  auto *p = static_cast<unsigned char *>(std::malloc(100 << 10));
+  ASSERT_NE(p, nullptr);
+  for (int i = 0; i < (100 << 10); ++i)
+    p[i] = static_cast<unsigned char>(i * 7);
+  for (std::size_t n : {std::size_t{1} << 20, std::size_t{50} << 10, std::size_t{250} << 10,
+                        std::size_t{40} << 10}) {
+    p = static_cast<unsigned char *>(std::realloc(p, n));
+    ASSERT_NE(p, nullptr);
+    EXPECT_GE(malloc_usable_size(p), n);
+    for (int i = 0; i < (40 << 10); ++i)
+      ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << "byte " << i << " at " << n;
+  }
+  std::free(p);
+  void *d = std::malloc(200 << 10);
+  ASSERT_NE(d, nullptr);
+  touch(d, 200 << 10, 0x77);
+  std::free(d);
+  auto *z = static_cast<unsigned char *>(std::calloc(3, 60 << 10));
+  ASSERT_NE(z, nullptr);
+  EXPECT_TRUE(allIs(z, 180 << 10, 0)) << "calloc left bytes set";
+  std::free(z);
+}
+
 TEST(GlibcSemantics, CallocOverflow) {
   errno = 0;
   EXPECT_EQ(std::calloc(opaque(SIZE_MAX / 2), 3), nullptr);

@@ -41,7 +41,8 @@ private:
 
 /// The process's live bytes as the heaps publish them, and the peak. A heap
 /// publishes once its word caches have claimed 256 KiB since it last did
-/// (WordCacheLayer::kPublishBytes) or its mid heap's region 256 KiB, when
+/// (WordCacheLayer::kPublishBytes) or its mid heap's region 256 KiB (net
+/// of the blocks it freed straight back to the region), when
 /// its thread exits, and when statistics are read, so the peak misses at
 /// most, per thread, 512 KiB plus the blocks it placed by hints or took back
 /// from its free stacks (a stack holds at most 64 KiB) or its mid heap's
