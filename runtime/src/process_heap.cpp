@@ -198,6 +198,16 @@ void *ProcessHeap::mallocMid(LocalHeap *h, std::size_t sz, bool *fresh) {
   // thread that now makes only middle-sized blocks never refills a class,
   // and their spans would stay pinned); two loads when there are none.
   h->collectRemote();
+  settleMid(h);
+  traceMalloc(p, sz);
+  return p;
+}
+
+/// What a take from h's mid region (or a block grown in place) leaves to
+/// do: as much of the spans' free memory given back as the region newly
+/// made resident, the other pools' decay when the mid heap swept, and the
+/// live bytes published.
+void ProcessHeap::settleMid(LocalHeap *h) {
   if (const std::size_t grown = h->mid.takeGrown())
     h->releaseEmpty(grown);
   if (__builtin_expect(h->mid.takeSwept(), 0)) // (the spans' and large blocks' decay)
@@ -209,8 +219,6 @@ void *ProcessHeap::mallocMid(LocalHeap *h, std::size_t sz, bool *fresh) {
     h->publishLive();
     noteFootprint();
   }
-  traceMalloc(p, sz);
-  return p;
 }
 
 /// Frees p, a block of a mid heap's slice: by its owner into the heap's
@@ -441,13 +449,28 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
       return p;
     }
   } else if (pages::MidArena::get().contains(p)) {
-    old = pages::MidArena::get().ownerOf(p)->usableSize(p);
+    pages::MidHeap *o = pages::MidArena::get().ownerOf(p);
+    old = o->usableSize(p);
     if (old == 0)
       os::fatal_pointer(call, p, kNotLive);
     checkCanary(p, old, call);
     old -= kCanaryBytes;
     // A smaller request that still needs more than half the block: keep it.
     if (sz <= old && sz > old / 2) {
+      if (trace_.enabled())
+        trace_.onRealloc(p, p, sz);
+      return p;
+    }
+    // The owner's block longer than its cache keeps: in place when it can
+    // (the tail given back, or the free run above taken), as the large
+    // heap's blocks were (the region is the owner's alone, so no other
+    // thread's call comes between this and its trace line).
+    LocalHeap *h = tls.heap;
+    const std::size_t bytes = (sz + kCanaryBytes + pages::MidHeap::kUnitBytes - 1) &
+                              ~(pages::MidHeap::kUnitBytes - 1);
+    if (h && &h->mid == o && sz <= kMidMax && o->resize(p, bytes)) {
+      armCanary(p, bytes);
+      settleMid(h);
       if (trace_.enabled())
         trace_.onRealloc(p, p, sz);
       return p;

@@ -6,7 +6,7 @@
 //     over the PageArena window; no lock, no atomic read-modify-write on
 //     the owner's malloc and free; its requests above 4 KiB (not aligned,
 //     not hinted) by best fit from the heap's MidHeap (pages/mid_heap.h),
-//     which serves the requests up to 256 KiB above the classes too
+//     which serves the requests above the classes too, up to 32 MiB
 //   large objects: LargeHeap (pages/large_heap.h: address-ordered best
 //     fit with coalescing in a region of their own up to 32 MiB, mappings
 //     above; a lock-free registry; a per-thread cache of freed blocks in
@@ -102,6 +102,8 @@ inline constexpr std::size_t kMaxFast = kbit::kSmallTableMax - kCanaryBytes;
 inline constexpr std::size_t kMidMin = 4096 - kCanaryBytes;
 inline constexpr std::size_t kMidMax = pages::MidHeap::kMaxBlock - kCanaryBytes;
 static_assert(kMidMax > kMaxSmall, "the mid heap serves the requests above the classes too");
+static_assert(pages::MidHeap::kMaxBlock <= pages::LargeHeap::kFitMaxBlock,
+              "the mid heap's blocks are ones the large heap would cut from its region");
 
 /// A heap that is never used: its word caches stay empty (so malloc's fast
 /// path misses to mallocRefill, which sends it to the full path) and no
@@ -610,6 +612,7 @@ public:
 private:
   void *mallocLarge(LocalHeap *h, std::size_t sz, std::size_t align, bool *fresh);
   void *mallocMid(LocalHeap *h, std::size_t sz, bool *fresh = nullptr);
+  void settleMid(LocalHeap *h);
   void freeMid(LocalHeap *h, void *p, const char *call);
   /// Bytes the mid heaps hold from the OS (slices handed out, less their
   /// free runs given back).

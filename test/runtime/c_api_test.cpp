@@ -1940,7 +1940,7 @@ TEST(CApiPolicy, StatsCountPoliciesAndTheAllocationsTheyServed) {
   defero_free(b);
 }
 
-// --- middle-sized blocks (4-32 KiB): the thread's best-fit heap ------------
+// --- middle-sized blocks (4 KiB-32 MiB): the thread's best-fit heap -------
 
 // Freed middle-sized blocks wait in the thread's cache (by length) and go
 // back to its region within a few thousand calls when nothing asks for
@@ -2013,14 +2013,15 @@ TEST(CApiMidDeathTest, MisuseIsReported) {
   defero_free(q);
 }
 
-// Blocks above the size classes up to 256 KiB come from the thread's mid
+// Blocks above the size classes up to 32 MiB come from the thread's mid
 // heap too (no lock; before, from the large heap's region behind one lock,
 // where two threads churning 64 KiB blocks spent 40% of their time
 // spinning): neighbouring blocks of one region, the large heap's mappings
-// untouched, and a freed pair merged for a request of their joint size.
-// Its own process (CApiFreshHeap): a region with no free run yet.
-TEST(CApiFreshHeap, BlocksUpTo256KiBComeFromTheThreadsMidHeap) {
-  constexpr std::size_t kA = 64 << 10, kB = 180 << 10; // (together under 256 KiB)
+// untouched, a freed pair merged for a request of their joint size, and
+// one region for every size, so memory a big block freed serves smaller
+// ones. Its own process (CApiFreshHeap): a region with no free run yet.
+TEST(CApiFreshHeap, BlocksUpTo32MiBComeFromTheThreadsMidHeap) {
+  constexpr std::size_t kA = 64 << 10, kB = 3 << 20;
   const long long mapped = num(stats(), "large_mapped_bytes");
   auto *a = static_cast<char *>(defero_malloc(kA));
   auto *b = static_cast<char *>(defero_malloc(kB));
@@ -2036,12 +2037,21 @@ TEST(CApiFreshHeap, BlocksUpTo256KiBComeFromTheThreadsMidHeap) {
   EXPECT_EQ(c, a) << "the two freed blocks did not serve one request of their joint size";
   ASSERT_GE(defero_usable_size(c), kA + kB - 256);
   std::memset(c, 3, kA + kB - 256);
-  // Past 256 KiB: the large heap's.
-  void *big = defero_malloc((256 << 10) + 1);
+  defero_free(c);
+  std::vector<char *> small;
+  for (int i = 0; i < 40; ++i) { // (6 KiB each: the cache keeps some, the rest cut from a)
+    small.push_back(static_cast<char *>(defero_malloc(6000)));
+    ASSERT_NE(small.back(), nullptr);
+  }
+  EXPECT_LT(*std::max_element(small.begin(), small.end()), a + kA + kB)
+      << "middle-sized blocks did not reuse the memory the big block freed";
+  for (char *s : small)
+    defero_free(s);
+  // Past 32 MiB: the large heap's.
+  void *big = defero_malloc((32 << 20) + 1);
   ASSERT_NE(big, nullptr);
   EXPECT_GT(num(stats(), "large_mapped_bytes"), mapped);
   defero_free(big);
-  defero_free(c);
   defero_free(guard);
 }
 

@@ -171,7 +171,7 @@ TEST(GlibcSemantics, CallocZeroesCachedLargeMappings) {
   std::free(z);
 }
 
-// realloc of a large block (up to 32 MiB: the fit region) shrinks it in
+// realloc of a large block (up to 32 MiB: the thread's best-fit region) shrinks it in
 // place, giving the tail back, and grows it in place when the memory above
 // it is free; its contents stay either way.
 TEST(GlibcSemantics, ReallocResizesALargeBlockInPlaceWhenItCan) {
@@ -183,7 +183,8 @@ TEST(GlibcSemantics, ReallocResizesALargeBlockInPlaceWhenItCan) {
     p[i] = static_cast<char>(i >> 12);
   auto *s = static_cast<char *>(std::realloc(p, kSize));
   ASSERT_EQ(reinterpret_cast<std::uintptr_t>(s), at) << "a shrink moved the block";
-  EXPECT_EQ(malloc_usable_size(s), kSize);
+  EXPECT_GE(malloc_usable_size(s), kSize);
+  EXPECT_LT(malloc_usable_size(s), kSize + 4096) << "the tail was not given back";
   // The tail it gave back is free memory right above it: a grow takes it.
   auto *r = static_cast<char *>(std::realloc(s, 2 * kSize - 8192));
   ASSERT_EQ(reinterpret_cast<std::uintptr_t>(r), at)

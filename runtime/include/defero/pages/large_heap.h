@@ -1,5 +1,8 @@
 // large_heap.h - LargeHeap: the process heap's blocks above the size
-// classes. Up to kFitMaxBlock they are cut from a FitRegion (address-
+// classes that a thread's mid heap (mid_heap.h, up to 32 MiB) does not
+// serve: larger ones, page-aligned ones, and those of a thread whose mid
+// slice is full or could not be reserved (valgrind, ulimit -v). Up to
+// kFitMaxBlock they are cut from a FitRegion (address-
 // ordered best fit with coalescing, whole pages; their memory given back
 // after DEFERO_DECAY_MS); larger ones, and blocks aligned past a page, are
 // mappings of their own (MmapHeap), and a freed mapping above kFitMaxBlock

@@ -1,13 +1,21 @@
-// mid_heap.h - MidHeap: a thread's blocks of 4-256 KiB (requests above
+// mid_heap.h - MidHeap: a thread's blocks of 4 KiB-32 MiB (requests above
 // 4 KiB up to kMaxBlock, not aligned, not hinted), by address-ordered best
 // fit with coalescing at a 256-byte unit, in a slice of one reserved window
 // (MidArena) that belongs to the thread's heap.
 //
-// Why up to 256 KiB, past the size classes' 32 KiB: the large heap is one
-// region behind one lock, and two threads that each churn 64 KiB buffers
-// (malloc_benchmark's 64 KiB mix, batches of 1000) spent 40% of their time
-// spinning on it, at 0.42x mimalloc's throughput; here the owner takes and
-// gives with no lock.
+// Why past the size classes' 32 KiB, up to the large heap's fit limit: the
+// large heap is one region behind one lock, and two threads that each
+// churn 64 KiB buffers (malloc_benchmark's 64 KiB mix, batches of 1000)
+// spent 40% of their time spinning on it, at 0.42x mimalloc's throughput
+// (60-73 M pairs/s; 152-179 here, mimalloc 148-154). And one region for
+// every size a thread asks for merges what a big block freed with what a
+// small one wants, where the split at 32 KiB kept each side's high-water
+// mark: cc1plus's trace 31.5 -> 27.9% fragmentation, python3's 12.6 ->
+// 10.2% (a split at 256 KiB made them worse, 38.5 and 13.8%). A block
+// longer than the cache keeps goes straight back to the region and reads
+// the clock there, so its memory goes back after DEFERO_DECAY_MS as the
+// large heap's did; the owner's realloc of one resizes it in place when
+// the run above is free (resize).
 //
 // Why not size classes: a span of a class serves that class only, so a
 // program whose middle-sized blocks come and go in shifting sizes (a
@@ -55,7 +63,7 @@
 // to 128 units) and a cut; a region give, two tag reads and the merges;
 // counters, plain adds. When the window cannot be reserved, its slices are
 // all taken (256 heaps), or a slice is full, malloc returns nullptr and the
-// caller serves the request from the size classes, as before.
+// caller serves the request from the size classes or the large heap.
 #pragma once
 
 #include <atomic>
@@ -145,8 +153,9 @@ public:
   MidHeap(const MidHeap &) = delete;
   MidHeap &operator=(const MidHeap &) = delete;
 
-  /// Requests up to this many bytes (the slice is 1024 times as large).
-  static constexpr std::size_t kMaxBlock = std::size_t{256} << 10;
+  /// Requests up to this many bytes (the large heap's fit limit; a slice
+  /// holds eight such blocks).
+  static constexpr std::size_t kMaxBlock = std::size_t{32} << 20;
 
   /// A block of at least sz bytes (at most kMaxBlock; the owner), or
   /// nullptr (the caller uses the size classes or the large heap). `got`:
@@ -181,20 +190,37 @@ public:
     region_.markLive(p, bytes);
     if (fresh_out)
       *fresh_out = fresh;
-    if (fresh) { // (the slice's top grew)
-      g_mid_top.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-      grown_ += bytes;
-    } else if (const std::int64_t was = released_.load(std::memory_order_relaxed)) {
-      // (perhaps cut from memory given back)
-      const auto r = static_cast<std::int64_t>(region_.releasedBytes());
-      if (r < was)
-        grown_ += static_cast<std::size_t>(was - r);
-      noteReleased();
-    }
+    noteResident(fresh ? bytes : 0);
     counted(bytes, true);
     region_taken_ += static_cast<std::int64_t>(bytes);
     *got = bytes;
     return p;
+  }
+
+  /// The owner grows or shrinks its live block p, longer than the cache
+  /// keeps, to `bytes` (a multiple of kUnitBytes, longer too) in place: a
+  /// shrink gives the tail back to the region (merged with the free run
+  /// above), a grow takes the free run above it or the slice's untouched
+  /// top. false (nothing changed): it cannot.
+  bool resize(void *p, std::size_t bytes) {
+    constexpr std::size_t kCachedMax = kMaxUnits * kUnitBytes;
+    const std::size_t old = usableSize(p);
+    if (old <= kCachedMax || bytes <= kCachedMax || bytes % kUnitBytes != 0)
+      return false;
+    if (bytes < old) {
+      region_.give(static_cast<char *>(p) + bytes, old - bytes, now_);
+      bytes_out_.add(old - bytes);
+      region_taken_ -= static_cast<std::int64_t>(old - bytes);
+    } else if (bytes > old) {
+      const std::size_t top = region_.topBytes();
+      if (!region_.growInPlace(p, old, bytes))
+        return false;
+      noteResident(region_.topBytes() - top);
+      bytes_in_.add(bytes - old);
+      region_taken_ += static_cast<std::int64_t>(bytes - old);
+    }
+    region_.markLive(p, bytes);
+    return true;
   }
 
   /// Usable bytes of the live block p (a pointer into this heap's slice;
@@ -252,7 +278,14 @@ private:
       if (__builtin_expect(cached_ > kCacheUnits, 0))
         flushCache(b, b.n / 2 + 1); // (this bin's oldest half)
     } else {
+      // Longer than the cache keeps: to the region, reading the clock so
+      // that free runs age by it (as the large heap's did at every give),
+      // not only at sweeps: a thread that frees a big buffer and then
+      // makes few calls still gives its memory back after DEFERO_DECAY_MS.
+      now_ = os::now_ms();
       giveRegion(p, bytes);
+      if (g_decay_ms != ~std::uint32_t{0})
+        decay(now_, g_decay_ms, overCeiling());
     }
   }
 
@@ -414,6 +447,20 @@ private:
       cached_ -= bytes / kUnitBytes;
       giveRegion(p, bytes);
       p = next;
+    }
+  }
+  /// Accounts for a take (or a grow) that moved the slice's top by
+  /// `fresh` bytes, or cut memory that was given back to the OS.
+  void noteResident(std::size_t fresh) {
+    if (fresh) {
+      g_mid_top.fetch_add(static_cast<std::int64_t>(fresh), std::memory_order_relaxed);
+      grown_ += fresh;
+    } else if (const std::int64_t was = released_.load(std::memory_order_relaxed)) {
+      // (perhaps cut from memory given back)
+      const auto r = static_cast<std::int64_t>(region_.releasedBytes());
+      if (r < was)
+        grown_ += static_cast<std::size_t>(was - r);
+      noteReleased();
     }
   }
   void giveRegion(void *p, std::size_t bytes) {
