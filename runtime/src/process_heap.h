@@ -14,7 +14,7 @@
 //
 // The fast paths are inline here so that overrides.cpp (and the C API's
 // defero_malloc/defero_free) compile malloc and free into straight-line
-// code: malloc of up to 1 KiB with no hint pending is a TLS load, a table
+// code: malloc of up to 4 KiB with no hint pending is a TLS load, a table
 // load and a pop from the class's free stack (the block this thread freed
 // last) or a take from its word cache (22 instructions); free of a block
 // of a span where no hint placed is a push onto the calling thread's free
