@@ -79,13 +79,15 @@ namespace defero::pages {
 
 class MidHeap;
 
-/// The window the mid heaps' slices are cut from: 64 GiB of address space,
-/// reserved (not committed) at the first slice, a 256 MiB slice per heap.
+/// The window the mid heaps' slices are cut from: 64 GiB of address space
+/// (halved down to 1 GiB where that cannot be reserved), reserved (not
+/// committed) at the first slice, a 256 MiB slice per heap.
 class MidArena {
 public:
   static constexpr unsigned kSliceShift = 28;
   static constexpr std::size_t kSliceBytes = std::size_t{1} << kSliceShift;
   static constexpr unsigned kSlices = 256;
+  static constexpr unsigned kMinSlices = 4;
 
   static MidArena &get() {
     static constinit MidArena instance;
@@ -106,14 +108,20 @@ public:
   /// A slice for h (its base), or nullptr: no window, or none left.
   void *claim(MidHeap *h) {
     std::lock_guard<SpinLock> guard(lock_);
-    if (failed_ || next_ == kSlices)
+    if (failed_ || next_ == slices_)
       return nullptr;
     if (!base_) {
-      void *w = os::map_sparse(kSliceBytes * kSlices + kSliceBytes);
+      // (Fewer slices where the address space is short: valgrind maps at
+      // most some tens of GiB, so callgrind counts the mid heap too.)
+      void *w = nullptr;
+      for (slices_ = kSlices; slices_ >= kMinSlices && !w; slices_ /= 2)
+        w = os::map_sparse(kSliceBytes * slices_ + kSliceBytes);
       if (!w) {
+        slices_ = 0;
         failed_ = true;
         return nullptr;
       }
+      slices_ *= 2; // (the loop halved it once past the mapping that worked)
       // (Aligned to a slice: a block never straddles two.)
       const std::uintptr_t b = (reinterpret_cast<std::uintptr_t>(w) + kSliceBytes - 1) &
                                ~(kSliceBytes - 1);
@@ -136,6 +144,7 @@ private:
   std::uintptr_t base_ = 0;
   std::uintptr_t bytes_ = 0; ///< of slices handed out (0: contains() is false)
   unsigned next_ = 0;
+  unsigned slices_ = kSlices; ///< in the window (fewer if it was short)
   bool failed_ = false;
   MidHeap *owners_[kSlices] = {};
 };
