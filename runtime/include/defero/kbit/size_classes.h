@@ -29,7 +29,8 @@ inline constexpr std::size_t kSmallTableStep = 16;
 /// classes' range below the mid heap: at 1 KiB (mimalloc's small limit),
 /// a 2 KiB malloc+free pair took 259 instructions on the slow path
 /// against 123.5 now, and malloc_benchmark's 16-4096 B mix (3/4 of its
-/// requests above 1 KiB) ran 1.65x faster.
+/// requests above 1 KiB) went from 1.16x to 1.75x mimalloc's throughput
+/// in batches of 1000 and from 1.43x to 2.81x one block at a time.
 inline constexpr std::size_t kSmallTableMax = 4096;
 
 /// Span bytes for a class: 64 KiB, or enough for 8 chunks of large classes.
