@@ -186,7 +186,7 @@ void *ProcessHeap::mallocHintedOpen(LocalHeap *h, std::size_t sz, const PendingH
   return p;
 }
 
-/// A block of 4-256 KiB by best fit from h's mid heap (nullptr: it has
+/// A block of 4 KiB-32 MiB by best fit from h's mid heap (nullptr: it has
 /// none or it is full; the size classes or the large heap serve then).
 void *ProcessHeap::mallocMid(LocalHeap *h, std::size_t sz, bool *fresh) {
   std::size_t got;

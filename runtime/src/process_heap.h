@@ -7,10 +7,11 @@
 //     the owner's malloc and free; its requests above 4 KiB (not aligned,
 //     not hinted) by best fit from the heap's MidHeap (pages/mid_heap.h),
 //     which serves the requests above the classes too, up to 32 MiB
-//   large objects: LargeHeap (pages/large_heap.h: address-ordered best
-//     fit with coalescing in a region of their own up to 32 MiB, mappings
-//     above; a lock-free registry; a per-thread cache of freed blocks in
-//     front)
+//   large objects (above 32 MiB, page-aligned ones, and a thread's whose
+//     mid slice is full): LargeHeap (pages/large_heap.h: address-ordered
+//     best fit with coalescing in a region of their own up to 32 MiB,
+//     mappings above; a lock-free registry; a per-thread cache of freed
+//     blocks in front)
 //
 // The fast paths are inline here so that overrides.cpp (and the C API's
 // defero_malloc/defero_free) compile malloc and free into straight-line
