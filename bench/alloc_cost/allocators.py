@@ -1,6 +1,6 @@
 """allocators.py - what pair_cost.py and workloads.py share: their common
-options (--program, --allocator NAME=LIBRARY, --json), the allocators'
-parsing and the environment a run under one of them gets."""
+options (--program, --allocator NAME=LIBRARY, --json), their checks, the
+allocators' parsing and the environment a run under one of them gets."""
 import argparse
 import os
 import sys
@@ -24,6 +24,23 @@ def check_program(prog, program):
     """A --program that is not an executable is a one-line error."""
     if not os.access(program, os.X_OK):
         fail(prog, f"--program '{program}' is not an executable")
+
+
+def check_range(prog, option, value, lo, hi, unit=""):
+    """A numeric option outside lo..hi is a one-line error."""
+    if not lo <= value <= hi:
+        fail(prog, f"--{option} '{value}' is not valid, accepted: {lo}..{hi}{unit}")
+
+
+def open_json(prog, path):
+    """The --json file opened for writing before any run (None without
+    one), so that a bad path is told before minutes of runs."""
+    if not path:
+        return None
+    try:
+        return open(path, "w")
+    except OSError as e:
+        fail(prog, f"--json '{path}': cannot write it: {e.strerror}")
 
 
 def parse(prog, texts):

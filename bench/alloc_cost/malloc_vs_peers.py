@@ -71,17 +71,10 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.2)
     a = ap.parse_args()
     allocators.check_program(PROG, a.program)
-    if not 1 <= a.reps <= 99:
-        fail(f"--reps '{a.reps}' is not valid, accepted: 1..99")
-    if not 0.001 <= a.min_time <= 60:
-        fail(f"--min-time '{a.min_time}' is not valid, accepted: 0.001..60 (seconds)")
+    allocators.check_range(PROG, "reps", a.reps, 1, 99)
+    allocators.check_range(PROG, "min-time", a.min_time, 0.001, 60, " (seconds)")
     allocs = allocators.parse(PROG, a.allocator)
-    out = None
-    if a.json: # (opened first: a bad path is told before minutes of runs)
-        try:
-            out = open(a.json, "w")
-        except OSError as e:
-            fail(f"--json '{a.json}': cannot write it: {e.strerror}")
+    out = allocators.open_json(PROG, a.json)
     for name, lib in allocs:
         if name.startswith("defero"):
             fail(f"--allocator {name}: Defero is the benchmark's own other side; "

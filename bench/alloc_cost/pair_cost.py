@@ -59,10 +59,9 @@ def main():
     ap.add_argument("--size", type=int, default=32)
     a = ap.parse_args()
     allocators.check_program(PROG, a.program)
-    if not 1 <= a.rounds <= 1000000:
-        fail(f"--rounds '{a.rounds}' is not valid, accepted: 1..1000000")
-    if not 16 <= a.size <= 1 << 20:
-        fail(f"--size '{a.size}' is not valid, accepted: 16..1048576")
+    allocators.check_range(PROG, "rounds", a.rounds, 1, 1000000)
+    allocators.check_range(PROG, "size", a.size, 16, 1 << 20)
+    out = allocators.open_json(PROG, a.json)
     res = {}
     for name, lib in allocators.parse(PROG, a.allocator):
         res[name] = {"plain": count(a.program, lib, a.rounds, a.size, "plain")}
@@ -76,8 +75,8 @@ def main():
     for name, r in res.items():
         cols = [f"{r[m]:.1f}" if m in r else "—" for m in ("hinted", "fused", "mixed")]
         print(f"| {name} | {r['plain']:.1f} | " + " | ".join(cols) + " |")
-    if a.json:
-        with open(a.json, "w") as f:
+    if out:
+        with out as f:
             json.dump(res, f, indent=1)
 
 

@@ -42,10 +42,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
     allocators.check_program(PROG, a.program)
-    if not 1 <= a.reps <= 99:
-        fail(f"--reps '{a.reps}' is not valid, accepted: 1..99")
-    if not 16 <= a.ops <= 10**9:
-        fail(f"--ops '{a.ops}' is not valid, accepted: 16..1000000000")
+    allocators.check_range(PROG, "reps", a.reps, 1, 99)
+    allocators.check_range(PROG, "ops", a.ops, 16, 10**9)
+    out = allocators.open_json(PROG, a.json)
     allocs = allocators.parse(PROG, a.allocator)
     res = {}
     for mode, threads in CASES:
@@ -70,8 +69,8 @@ def main():
         ours = [r[n] for n in names if n.startswith("defero")]
         ratio = f"{min(ours) / min(peers):.2f}" if peers and ours else "—"
         print(f"| {case} | " + " | ".join(f"{r[n]:.0f} ms" for n in names) + f" | {ratio} |")
-    if a.json:
-        with open(a.json, "w") as f:
+    if out:
+        with out as f:
             json.dump(res, f, indent=1)
 
 
