@@ -35,14 +35,19 @@ ABI_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run
 
 
 def abi_names(path=ABI_HEADER):
-    """{'DEFERO_FN_HINT_NEIGHBOR': '__defero_hint_neighbor', ...} from abi.h."""
+    """{'DEFERO_FN_HINT_NEIGHBOR': '__defero_hint_neighbor', ...,
+    'DEFERO_HINT_NEIGHBOR': '1', ...} from abi.h: the entry points' names and
+    the hint kinds' numbers (the kind the fused entry takes)."""
     try:
         with open(path, encoding="utf-8") as f:
-            names = dict(re.findall(r'^#define (DEFERO_FN_\w+) "(\w+)"$', f.read(), re.M))
+            text = f.read()
     except OSError as e:
         raise Failure(f"{path}: cannot read the hint ABI's names: {e.strerror}") from e
+    names = dict(re.findall(r'^#define (DEFERO_FN_\w+) "(\w+)"$', text, re.M))
+    names.update(re.findall(r"^#define (DEFERO_HINT_\w+) ([0-9]+)$", text, re.M))
     want = ("DEFERO_FN_HINT_NEIGHBOR", "DEFERO_FN_HINT_TREE", "DEFERO_FN_HINT_CONTAINER",
-            "DEFERO_FN_NEW_HINTED")
+            "DEFERO_FN_NEW_HINTED", "DEFERO_HINT_NONE", "DEFERO_HINT_NEIGHBOR",
+            "DEFERO_HINT_TREE", "DEFERO_HINT_CONTAINER")
     missing = [n for n in want if n not in names]
     if missing:
         raise Failure(f"{path}: no #define of {missing[0]} (the hint ABI's names)")
@@ -50,8 +55,8 @@ def abi_names(path=ABI_HEADER):
 
 
 def hints_text(names):
-    """HINTS_TEXT with the hint ABI's names filled in."""
-    return re.sub(r"@(DEFERO_FN_\w+)@", lambda m: names[m.group(1)], HINTS_TEXT)
+    """HINTS_TEXT with the hint ABI's names and kinds filled in."""
+    return re.sub(r"@(DEFERO_(?:FN|HINT)_\w+)@", lambda m: names[m.group(1)], HINTS_TEXT)
 
 
 HINTS_HEADER = "bits/defero_stl_hints.h"
@@ -211,7 +216,7 @@ namespace __defero
 
   // The hint for std::allocator's next node on this thread, when the
   // runtime has the fused entry (hint and operator new in one call, as the
-  // compiler plugin emits): kind 0, none.
+  // compiler plugin emits): kind @DEFERO_HINT_NONE@, none.
   struct __fused_hint
   {
     int _M_kind;
@@ -223,7 +228,7 @@ namespace __defero
   inline __fused_hint&
   __fused() _GLIBCXX_USE_NOEXCEPT
   {
-    static __thread __fused_hint __h = { 0, 0, 0, 0 };
+    static __thread __fused_hint __h = { @DEFERO_HINT_NONE@, 0, 0, 0 };
     return __h;
   }
 
@@ -246,7 +251,7 @@ namespace __defero
     {
       if (__is_std_allocator<_Alloc>::value)
 	{
-	  if (!__fuse(1, __c, __n, 0) && &::@DEFERO_FN_HINT_NEIGHBOR@)
+	  if (!__fuse(@DEFERO_HINT_NEIGHBOR@, __c, __n, 0) && &::@DEFERO_FN_HINT_NEIGHBOR@)
 	    ::@DEFERO_FN_HINT_NEIGHBOR@(__c, __n);
 	}
       else if (__takes_hints<_Alloc>::value)
@@ -259,7 +264,7 @@ namespace __defero
     {
       if (__is_std_allocator<_Alloc>::value)
 	{
-	  if (!__fuse(2, __c, __p, __left ? 1 : 0) && &::@DEFERO_FN_HINT_TREE@)
+	  if (!__fuse(@DEFERO_HINT_TREE@, __c, __p, __left ? 1 : 0) && &::@DEFERO_FN_HINT_TREE@)
 	    ::@DEFERO_FN_HINT_TREE@(__c, __p, __left ? 1 : 0);
 	}
       else if (__takes_hints<_Alloc>::value)
@@ -270,7 +275,7 @@ namespace __defero
     inline void
     __hint_container(const void* __c) _GLIBCXX_USE_NOEXCEPT
     {
-      if (__is_std_allocator<_Alloc>::value && !__fuse(3, __c, 0, 0)
+      if (__is_std_allocator<_Alloc>::value && !__fuse(@DEFERO_HINT_CONTAINER@, __c, 0, 0)
 	  && &::@DEFERO_FN_HINT_CONTAINER@)
 	::@DEFERO_FN_HINT_CONTAINER@(__c);
     }
@@ -335,19 +340,19 @@ namespace __defero
     {
       typedef typename _Traits::value_type _Tp;
       __fused_hint& __h = __fused();
-      if (__h._M_kind != 0
+      if (__h._M_kind != @DEFERO_HINT_NONE@
 #ifdef __STDCPP_DEFAULT_NEW_ALIGNMENT__
 	  && __alignof__(_Tp) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__
 #endif
 	 )
 	{
 	  const int __kind = __h._M_kind;
-	  __h._M_kind = 0;
+	  __h._M_kind = @DEFERO_HINT_NONE@;
 	  return static_cast<typename _Traits::pointer>(
 	      ::@DEFERO_FN_NEW_HINTED@(sizeof(_Tp), __kind, __h._M_container,
 				      __h._M_where, __h._M_side));
 	}
-      __h._M_kind = 0;
+      __h._M_kind = @DEFERO_HINT_NONE@;
       return _Traits::allocate(__a, 1);
     }
 

@@ -11,7 +11,7 @@ bits/c++config.h) into DIR, then checks, each time on a fresh copy:
     header, the anchor and the release, and nothing written;
   - _GLIBCXX_RELEASE 99: one line naming the release and the supported ones;
   - a header missing; a compiler that does not exist;
-  - an abi.h (--abi-header) without a hint's name, or none at all.
+  - an abi.h (--abi-header) without a hint's name or kind, or none at all.
 With --cmake, also configures the project with DEFERO_STL_PATCH_SOURCE_DIR
 pointing at the altered copy and checks that building the stl-patch target
 fails with the same line. Exit 1 with one line on the first failed check.
@@ -133,6 +133,17 @@ def main():
     expect_refusal(gen(a, "--cxx", a.cxx, "--abi-header", abi, "--out", out),
                    r"stl-patch: .*/abi\.h: no #define of DEFERO_FN_HINT_TREE \(the hint ABI's "
                    r"names\)", "abi.h without the tree hint", out)
+    # ... and one whose hint kinds are not numbers the generator can write.
+    with open(abi, "w") as f:
+        f.write('#define DEFERO_FN_HINT_NEIGHBOR "__defero_hint_neighbor"\n'
+                '#define DEFERO_FN_HINT_TREE "__defero_hint_tree"\n'
+                '#define DEFERO_FN_HINT_CONTAINER "__defero_hint_container"\n'
+                '#define DEFERO_FN_NEW_HINTED "__defero_new_hinted"\n'
+                '#define DEFERO_HINT_NONE 0\n#define DEFERO_HINT_NEIGHBOR 1\n'
+                '#define DEFERO_HINT_TREE two\n#define DEFERO_HINT_CONTAINER 3\n')
+    expect_refusal(gen(a, "--cxx", a.cxx, "--abi-header", abi, "--out", out),
+                   r"stl-patch: .*/abi\.h: no #define of DEFERO_HINT_TREE \(the hint ABI's "
+                   r"names\)", "abi.h whose tree kind is not a number", out)
     expect_refusal(gen(a, "--cxx", a.cxx, "--abi-header", abi + ".missing", "--out", out),
                    r"stl-patch: .*/abi\.h\.missing: cannot read the hint ABI's names: "
                    r"No such file or directory", "no abi.h", out)
