@@ -231,6 +231,7 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
   else
     noteRecentBlock(h, hint.container, p, sz, hint.kind - 1u);
   countHinted(h, *cs, anchor, p);
+  h->notePlacedBytes(kbit::kClassBytes[cls]);
   return p;
 }
 
@@ -286,6 +287,7 @@ DEFERO_ALWAYS_INLINE void *ProcessHeap::endOpen(LocalHeap *h, std::size_t sz, un
     return mallocLarge(h, sz, os::kPageBytes, nullptr);
   noteRecentBlock(h, container, p, sz, row);
   countHinted(h, cs, anchor, p);
+  h->notePlacedBytes(kbit::kClassBytes[cls]);
   finishSmall(h, p, cls);
   return p;
 }

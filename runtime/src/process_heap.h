@@ -454,6 +454,7 @@ DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint
   pg->takeFound(j);
   h->notePlaced(pg);
   h->count.allocs[cls].add(1);
+  h->notePlacedBytes(kbit::kClassBytes[cls]);
   void *p = pg->address(j);
   h->noteRecent(hint.container, p, pg, j, sz, hint.kind - 1u);
   finishSmall(h, p, cls);

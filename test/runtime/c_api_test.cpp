@@ -208,12 +208,13 @@ TEST(CApiStats, CountsFollowTheCalls) {
   EXPECT_EQ(num(s2, "frees") - num(s0, "frees"), 1003);
   EXPECT_EQ(num(s2, "allocs"), num(s1, "allocs"));
   EXPECT_EQ(num(s2, "live_bytes"), num(s0, "live_bytes"));
-  // Live bytes are published in batches of 64 KiB per thread, so the peak
-  // is exact only to that (and never decreases: see the test below).
+  // Live bytes are published in batches (the bound: LiveTotals in
+  // pages/counters.h); here the peak must hold s1's exact live bytes (a
+  // statistics read publishes), and it never decreases (the test below).
   EXPECT_GE(num(s2, "peak_live_bytes") + 65536, num(s1, "peak_live_bytes"));
 }
 
-// Regression test for a fixed bug (runtime/src/process_heap.cpp, ProcessHeap::formatStats, ~line 415):
+// Regression test for a fixed bug (ProcessHeap::formatStats, now in runtime/src/stats.cpp):
 // the reported peak_live_bytes is max(published peak, live + this thread's
 // unpublished pending bytes), but that value is never stored, so a later
 // snapshot can report a *lower* peak after frees. Repro (one thread):

@@ -40,13 +40,16 @@ private:
 };
 
 /// The process's live bytes as the heaps publish them, and the peak. A heap
-/// publishes once its word caches have claimed 256 KiB since it last did
-/// (WordCacheLayer::kPublishBytes) or its mid heap's region 256 KiB (net
-/// of the blocks it freed straight back to the region), when
-/// its thread exits, and when statistics are read, so the peak misses at
-/// most, per thread, 512 KiB plus the blocks it placed by hints or took back
-/// from its free stacks (a stack holds at most 64 KiB) or its mid heap's
-/// cache (256 KiB) since, less the frees since.
+/// publishes once its word caches have claimed, and its hints placed
+/// straight from bitmaps, 256 KiB since it last did
+/// (WordCacheLayer::kPublishBytes: a streak of continuations counts when it
+/// ends, so it may add one span), or its mid heap's region 256 KiB (net of
+/// the blocks it freed straight back to the region), when its thread
+/// exits, and when statistics are read. So the peak misses at most, per
+/// thread: 256 KiB, one span (a streak: at most 256 KiB), 256 KiB of the
+/// mid region, the blocks it took back from its free stacks (a stack holds
+/// at most 64 KiB, one per size class) and from its mid heap's cache (at
+/// most 256 KiB) since it last published.
 struct LiveTotals {
   std::atomic<std::int64_t> live{0}, peak{0};
   std::size_t canary = 0; ///< bytes of each slot that are not the block's

@@ -62,6 +62,8 @@ public:
   /// null: none. The streak of the last one is counted first.
   void noteRecent(const void *container, const void *p, SlotPage *pg, std::uint64_t slot,
                   std::size_t sz, unsigned row = 0) {
+    if (const std::uint64_t n = recent.slot - recent.first) // (the streak ending)
+      notePlacedBytes(n * recent.page->slot_bytes);
     endStreak();
     recent.container = container;
     recent.node = p;
