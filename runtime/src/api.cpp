@@ -1,5 +1,12 @@
-// api.cpp - the C API of <defero/defero.h>, the hint ABI, and the library's
-// load/unload hooks (fork handlers, statistics at exit).
+// api.cpp - the C API of <defero/defero.h>, the hint ABI's entry points
+// (the one-shot hints and the fused __defero_new_hinted with its fast
+// paths), and the library's load/unload hooks (the fork handlers'
+// registration, statistics at exit).
+//
+// Cost: a one-shot hint is a TLS load, a counter and four stores; the fused
+// entry continuing the thread's recent node about 22 instructions more than
+// an unhinted operator new (pair_cost: 90.4 a pair against 73.1), beside
+// any other anchor about 100 more.
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -146,12 +153,6 @@ __attribute__((noinline)) void *newHintedSlow(defero::LocalHeap *h, std::size_t 
   return defero::newSlow(size, 0, false);
 }
 
-/// __defero_new_hinted off its fast path (no heap yet, a large node, a
-/// program with its own operator new, tracing, a real-time backend, a
-/// container with a policy of its own, an unknown kind). A program with
-/// its own operator new gets exactly what an unfused hint gives it: the
-/// one-shot hint, then its operator new (its operator delete will free
-/// the node).
 /// __defero_new_hinted off its first fast path: beside the anchor
 /// (placeBeside), else the slow paths.
 __attribute__((noinline)) void *newHintedBeside(std::size_t size, int kind,
@@ -181,6 +182,12 @@ __attribute__((noinline)) void *newHintedInOrder(defero::LocalHeap *h, std::size
 /// else newHintedMiss.
 __attribute__((noinline)) void *newHintedContainer(std::size_t size, const void *container);
 
+/// __defero_new_hinted off its fast path (no heap yet, a large node, a
+/// program with its own operator new, tracing, a real-time backend, a
+/// container with a policy of its own, an unknown kind). A program with
+/// its own operator new gets exactly what an unfused hint gives it: the
+/// one-shot hint, then its operator new (its operator delete will free
+/// the node).
 __attribute__((noinline)) void *newHintedOther(std::size_t size, int kind,
                                                const void *container, const void *where,
                                                int side);

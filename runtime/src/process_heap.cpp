@@ -1,5 +1,16 @@
-// process_heap.cpp - the process heap's slow paths: hints and placement,
-// large blocks, realloc, the per-thread heaps' life cycle, statistics, fork.
+// process_heap.cpp - the process heap's routing off the inline fast paths:
+// malloc's and free's full paths (small, mid and large blocks), calloc,
+// realloc, aligned allocation, usable size; the one-shot hint's malloc
+// (mallocFull: a continuation of the thread's recent node, else
+// placeBeside or ProcessHeap::hinted); the per-thread heaps' life cycle
+// (attach, exit, orphans); the process heap's construction on first use.
+// Hints' slow paths and policies are hint_channel.cpp's, statistics
+// stats.cpp's, fork fork.cpp's.
+//
+// Cost: malloc's full path for a small block is a refill of its word cache
+// (once per up to 64 blocks); a one-shot hint's malloc that continues the
+// recent node about 60 instructions more than a plain malloc (pair_cost:
+// 136.3 a pair against 73.1).
 #include "process_heap.h"
 
 #include <cerrno>

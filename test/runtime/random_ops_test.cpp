@@ -1,6 +1,8 @@
 // random_ops_test.cpp - long randomised operation sequences checked against
-// a simple model (std::map of live blocks): for the KBitHeap directly and
-// for the process heap through the C API. Fixed seeds; ~200k ops each.
+// a simple model (std::map of live blocks): for the KBitHeap directly (the
+// heap of defero::allocator) and for the process heap through the C API
+// (unhinted; the hinted placement's model test is placement_model_test.cpp).
+// Fixed seeds; ~200k ops each.
 //
 // Checked on every allocation: not null, 16-byte aligned, usable size >=
 // requested, no overlap with any live block. Every block is filled with a

@@ -3,7 +3,8 @@
 // every kind (malloc, calloc, realloc, aligned, operator new, hinted new),
 // hand them to each other through shared mailboxes, verify and free or
 // realloc them on other threads (realloc ping-pong), while short-lived
-// threads come and go (ThreadHeap slot reuse) and every thread sends hints
+// threads come and go (an exited thread's heap is adopted by the next new
+// one) and every thread sends hints
 // at other threads' blocks (live, freed, or garbage) through the hint ABI.
 //
 //   mt_stress [threads] [ops-per-thread] [churn-threads]

@@ -120,7 +120,9 @@ long residentKiB() {
   return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/// Producers allocate, consumers free: every small block goes back through
+/// Producers allocate, consumers free: a small block goes onto the
+/// consumer's free stack of its class, and from there (when the stack is
+/// flushed: full, every 64 spans taken, or at the consumer's exit) through
 /// its owner's remote list. Resident memory must stay bounded (the owners
 /// collect and reuse what comes back).
 void producerConsumer(unsigned threads, unsigned rounds) {

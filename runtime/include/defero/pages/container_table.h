@@ -87,8 +87,8 @@ public:
 
   /// The entry of container c, made if new (c may be null: the entry of
   /// "no container"). The table must be ready(); an entry stays where it
-  /// is until the table grows or forgets (generation() changes): a lookup
-  /// that adds an entry moves no other.
+  /// is until the table grows or forgets: a lookup that adds an entry
+  /// moves no other.
   ContainerSlot &find(const void *c) {
     // A container found at its first probe (the common case) costs the
     // hash, a load and a compare, inline; the rest goes out of line, so
@@ -136,7 +136,6 @@ public:
       zones_free_ = z;
     }
     used_ = 0;
-    ++generation_;
   }
 
   /// Entries a tree's zones take: zone `prefix` of a tree with `bits`
@@ -163,10 +162,6 @@ public:
     zones_used_ = z;
     return t.zones = z;
   }
-
-  /// Changes whenever entries move or go (a growth, a forget): an entry's
-  /// address taken under one generation is valid while it lasts.
-  unsigned generation() const { return generation_; }
 
   std::size_t size() const { return used_; }
   std::size_t slots() const { return std::size_t{1} << bits_; }
@@ -202,7 +197,6 @@ private:
         slots_[probe(old[j].container)] = old[j];
     if (old)
       os::unmap(old, old_slots * sizeof(ContainerSlot));
-    ++generation_;
     return true;
   }
 
@@ -214,7 +208,6 @@ private:
   ContainerSlot *zones_used_ = nullptr, *zones_free_ = nullptr;
   unsigned bits_ = kFirstBits;
   std::size_t used_ = 0;
-  unsigned generation_ = 0;
 };
 
 } // namespace defero::pages

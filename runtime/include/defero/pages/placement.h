@@ -299,9 +299,6 @@ public:
   /// The zones' entries of tree entry t (ContainerTable::zones).
   ContainerSlot *zones(ContainerSlot &t) { return containers_.zones(t); }
 
-  /// Changes when the entries container() returned may have moved.
-  unsigned containerGeneration() const { return containers_.generation(); }
-
   /// Forgets every container (the heap changes thread).
   void forgetContainers() { containers_.forget(); }
 

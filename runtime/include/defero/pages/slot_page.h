@@ -12,11 +12,14 @@
 // summary word cover every class.
 //
 // Costs (x86-64, no loop for the common case):
-//  - takeLowest: tzcnt of the summary, tzcnt of the word, clear: about 10
-//    instructions. Slots go out lowest address first (jemalloc's "set first
-//    unset"), so a fresh span fills in address order.
-//  - release: set the bit and the summary bit: about 5 instructions.
-//  - findNear(i, R, up_first): the free slot nearest slot i within R slots,
+//  - takeNextWord: the word cache's claim of a bitmap word's free slots,
+//    from word_cursor on (the summary's tzcnt): about 12 instructions, once
+//    per up to 64 unhinted mallocs. Slots go out lowest address first
+//    (jemalloc's "set first unset"), so a fresh span fills in address order.
+//    (takeLowest and release, one slot at a time, are the tests' model.)
+//  - findBeside / findInCell: the placement beside an anchor (a funnel
+//    shift of the two words around it, then a tzcnt / lzcnt); findNear
+//    (i, R, up_first): the free slot nearest slot i within R slots,
 //    one side first: a masked tzcnt upwards and a masked lzcnt downwards in
 //    at most two words each. With R = ceil(128 / slot bytes) this is "the
 //    same or the adjacent cache line" (Mesh's lowestSetBitAt /
@@ -134,7 +137,8 @@ struct alignas(64) SlotPage {
   std::uint16_t used = 0;      ///< slots handed out (owner only)
   SpanState state = SpanState::Full;
   /// The word whose free slots the owner's word cache holds (kNoWord:
-  /// none); its bits read 0 here, and frees into it go to the cache.
+  /// none); its bits read 0 here. A free sets its bit here as always (the
+  /// cache checks that bit when it hands the slot out: WordCache).
   std::uint8_t cached_word = kNoWord;
   /// Where the next word claim starts looking (takeNextWord).
   std::uint8_t word_cursor = 0;

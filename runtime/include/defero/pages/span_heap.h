@@ -46,7 +46,8 @@ public:
   SpanHeap(const SpanHeap &) = delete;
   SpanHeap &operator=(const SpanHeap &) = delete;
 
-  /// The blocks of 1-32 KiB this heap serves by best fit (mid_heap.h).
+  /// The blocks of 4 KiB to 32 MiB this heap serves by best fit
+  /// (mid_heap.h).
   MidHeap mid;
 
   /// The Current span of class cls (kNoRoom before the class's first use).
