@@ -231,6 +231,40 @@ TEST(CApiStats, PeakLiveBytesNeverDecreases) {
   EXPECT_GE(p2, p1) << "a peak went down";
 }
 
+// A thread whose live bytes rise by hinted placements alone (a list built
+// through the fused entry: continuations, runs, no word cache refilled)
+// publishes them as it goes, so the peak sees the rise even when every
+// node is freed before the next statistics read. Before, placements never
+// published: the peak stayed where it was.
+TEST(CApiStats, APeakReachedByHintedPlacementsAloneIsSeen) {
+  requireAutoPolicy();
+  const Stats s0 = stats();
+  const long long live0 = num(s0, "live_bytes"), peak0 = num(s0, "peak_live_bytes");
+  constexpr std::size_t kSize = 256;
+  const long long rise = std::max(8LL << 20, peak0 - live0 + (8LL << 20));
+  static void *head[2] = {head, head};
+  std::vector<void *> nodes;
+  void *tail = head;
+  for (long long made = 0; made < rise; made += static_cast<long long>(kSize)) {
+    auto **n = static_cast<void **>(__defero_new_hinted(kSize, 1, head, tail, 0));
+    ASSERT_NE(n, nullptr);
+    n[0] = head;
+    n[1] = tail;
+    static_cast<void **>(tail)[0] = n;
+    head[1] = n;
+    tail = n;
+    nodes.push_back(n);
+  }
+  for (void *n : nodes)
+    defero_free(n);
+  const Stats s1 = stats();
+  // What publication may miss (LiveTotals, pages/counters.h): 256 KiB, one
+  // span of a streak, and the stacks' blocks; 1 MiB covers them here.
+  EXPECT_GE(num(s1, "peak_live_bytes"), live0 + rise - (1LL << 20))
+      << "the hinted placements' live bytes never reached the peak";
+  EXPECT_EQ(num(s1, "live_bytes"), live0);
+}
+
 // --- class_of, usable_size -------------------------------------------------
 
 TEST(CApiBasics, ClassOf) {
