@@ -54,7 +54,7 @@ long long defero_class_of(const void *ptr) {
 int defero_stats_json(FILE *out) {
   if (!out)
     return -1;
-  char buf[1024];
+  char buf[2048]; // (a real-time build's JSON with its hardware keys passes 800 bytes)
   const std::size_t n = processHeap().formatStats(buf, sizeof buf);
   return std::fwrite(buf, 1, n, out) == n && std::fflush(out) == 0 ? 0 : -1;
 }

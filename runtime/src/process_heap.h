@@ -642,6 +642,40 @@ private:
       trace_.onMalloc(p, sz);
   }
   std::uint8_t divertFlag() const;
+  /// The small heaps' counts, summed under heaps_lock_ (read without
+  /// stopping their owners): small_allocs counts the word caches' unhanded
+  /// slots as not taken and the free stacks' blocks as taken (a push is a
+  /// free, a pop an allocation); live is their live bytes not yet
+  /// published to g_live.
+  struct HeapSums {
+    unsigned long long small_allocs, large_allocs, frees, hints[3], hinted, same,
+        policy_allocs;
+    long long live, released;
+  };
+  HeapSums sumHeaps();
+  /// The keys of the stats JSON every build writes, in its order.
+  struct StatsKeys {
+    unsigned long long allocs, frees;
+    long long peak_live_bytes;
+    unsigned long long peak_footprint_bytes, hints[3], hinted_allocs, hint_same_class;
+    const char *policy;
+    unsigned k;
+    const char *backend;
+    long long live_bytes;
+    unsigned long long large_mapped_bytes, container_policies, policy_allocs;
+    long long released_bytes, resident_bytes;
+    bool checked;
+  };
+  /// The keys read the same way in every build (hints, policy, k, backend,
+  /// container_policies, policy_allocs, checked) from s and the process
+  /// heap; the caller fills in the heap's own counts.
+  StatsKeys statsKeys(const HeapSums &s);
+  /// The one stats JSON writer: keys, then `extra` (a real-time build's
+  /// keys, `"key": value, ...` without a leading comma; nullptr for none),
+  /// as one object and a newline in buf, with snprintf: never allocates.
+  /// Returns its length (truncated to cap - 1; 0 on an encoding error).
+  static std::size_t writeStats(const StatsKeys &keys, const char *extra, char *buf,
+                                std::size_t cap);
   // Real-time builds only (realtime_route.cpp); every call sits in
   // `if constexpr (kRealtimeBuild)`.
   void *realtimeMalloc(LocalHeap *h, std::size_t sz, const PendingHint &hint);

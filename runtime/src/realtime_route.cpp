@@ -42,37 +42,32 @@ void *ProcessHeap::realtimeMalloc(LocalHeap *h, std::size_t sz, const PendingHin
   return p;
 }
 
-/// The stats JSON of a real-time build: the buddy heap's counts, the
-/// hints it received, and its hardware keys.
+/// The stats JSON of a real-time build: every key of the K-Bit build's
+/// (stats.cpp's writer), with the buddy heap's values, then the keys of
+/// its own: the bootstrap heap's allocations (the Verilated model's) and
+/// RealtimeHeap::formatHw's. The buddy heap serves every size from its one
+/// mapping and gives nothing back: no large mappings, nothing released, and
+/// it holds its extent up to the end of its highest block (its peak
+/// footprint).
 std::size_t ProcessHeap::formatRealtimeStats(char *buf, std::size_t cap) {
-  unsigned long long hints[3] = {}, hinted = 0, same = 0, boot = 0;
-  {
-    std::lock_guard<SpinLock> guard(heaps_lock_);
-    for (const LocalHeap *h = heaps_; h; h = h->next_heap) {
-      for (int k = 0; k < 3; ++k)
-        hints[k] += h->hintsOf(static_cast<unsigned>(k));
-      hinted += h->hintedAllocs();
-      same += h->hintSameClass();
-      boot += h->smallAllocs() - h->cachedSlots() + h->stackPops();
-    }
-  }
+  const HeapSums s = sumHeaps();
   const RealtimeHeap::Counts n = rt_->counts();
-  char hw[700];
-  if (!rt_->formatHw(hw, sizeof hw))
+  char extra[760];
+  const int boot = std::snprintf(extra, sizeof extra, "\"bootstrap_allocs\": %llu, ",
+                                 s.small_allocs);
+  if (boot < 0 || static_cast<std::size_t>(boot) >= sizeof extra ||
+      !rt_->formatHw(extra + boot, sizeof extra - static_cast<std::size_t>(boot)))
     return 0;
-  int len = std::snprintf(
-      buf, cap,
-      "{\"allocs\": %llu, \"frees\": %llu, \"peak_live_bytes\": %llu, "
-      "\"peak_footprint_bytes\": %llu, "
-      "\"hints\": {\"neighbor\": %llu, \"tree\": %llu, \"container\": %llu}, "
-      "\"hinted_allocs\": %llu, \"hint_same_class\": %llu, "
-      "\"policy\": \"%s\", \"k\": %u, \"backend\": \"%s\", "
-      "\"live_bytes\": %llu, \"bootstrap_allocs\": %llu, %s}\n",
-      n.allocs, n.frees, n.peak_live, n.peak_used, hints[0], hints[1], hints[2],
-      hinted, same, predicateName(cfg_.policy), cfg_.k, cfg_.backend, n.live, boot, hw);
-  if (len < 0)
-    return 0;
-  return static_cast<std::size_t>(len) < cap ? static_cast<std::size_t>(len) : cap - 1;
+  StatsKeys keys = statsKeys(s);
+  keys.allocs = n.allocs;
+  keys.frees = n.frees;
+  keys.peak_live_bytes = static_cast<long long>(n.peak_live);
+  keys.peak_footprint_bytes = n.peak_used;
+  keys.live_bytes = static_cast<long long>(n.live);
+  keys.large_mapped_bytes = 0;
+  keys.released_bytes = 0;
+  keys.resident_bytes = static_cast<long long>(n.peak_used);
+  return writeStats(keys, extra, buf, cap);
 }
 
 } // namespace defero
