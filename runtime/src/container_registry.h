@@ -7,6 +7,10 @@
 // (pages::ContainerSlot) and reads the table again only when epoch()
 // changed, which every setPolicy does. Until the first policy is set,
 // used() is false and nothing reads it at all.
+//
+// Cost: nothing on a hint until a policy exists; then one lookup under the
+// lock per container a thread places for, after each setPolicy (a hash and
+// usually one probe); setPolicy itself the same plus the epoch's bump.
 #pragma once
 
 #include <atomic>

@@ -4,6 +4,10 @@
 // a real-time build's JSON (realtime_route.cpp) has the same keys, its
 // buddy heap's values, then its own keys. Formats into a caller's buffer
 // with snprintf: never allocates.
+//
+// Cost: nothing on an allocation (the counters are the heaps' own plain
+// adds); a read walks every heap under the heap list's lock, O(heaps x
+// size classes).
 #include <cstdio>
 #include <unistd.h>
 
