@@ -226,6 +226,10 @@ public:
   std::uint64_t crossings(std::uintptr_t last, std::uint64_t n, std::size_t bytes) const {
     if (class_shift_ >= 40)
       return 0;
+    // A slot as large as a K-class (K >= 26 or so): every step crosses a
+    // boundary, perhaps several, and each node counts once.
+    if (bytes >= (std::uintptr_t{1} << class_shift_))
+      return n;
     // (Classes start on multiples of their size when the window's base is
     // one: no base to subtract.)
     const std::uintptr_t base =
