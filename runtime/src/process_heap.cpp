@@ -1,16 +1,13 @@
 // process_heap.cpp - the process heap's routing off the inline fast paths:
 // malloc's and free's full paths (small, mid and large blocks), calloc,
-// realloc, aligned allocation, usable size; the one-shot hint's malloc
-// (mallocFull: a continuation of the thread's recent node, else
-// placeBeside or ProcessHeap::hinted); the per-thread heaps' life cycle
-// (attach, exit, orphans); the process heap's construction on first use.
-// Hints' slow paths and policies are hint_channel.cpp's, statistics
-// stats.cpp's, fork fork.cpp's.
+// realloc, aligned allocation, usable size; the per-thread heaps' life
+// cycle (attach, exit, orphans); the process heap's construction on first
+// use. Hints' slow paths, the one-shot hint's malloc (mallocFull) and
+// policies are hint_channel.cpp's, statistics stats.cpp's, fork fork.cpp's.
 //
 // Cost: malloc's full path for a small block is a refill of its word cache
-// (once per up to 64 blocks); a one-shot hint's malloc that continues the
-// recent node about 60 instructions more than a plain malloc (pair_cost:
-// 136.3 a pair against 73.1).
+// (once per up to 64 blocks); a block above 4 KiB a best fit in the
+// thread's mid heap.
 #include "process_heap.h"
 
 #include <cerrno>
@@ -545,11 +542,7 @@ long long ProcessHeap::classOf(const void *p) {
                                 (32 - cfg_.k));
 }
 
-namespace {
-__attribute__((noinline)) void *mallocSlowEntry(std::size_t sz) {
-  return processHeap().mallocSlow(sz, nullptr);
-}
-} // namespace
+void *mallocSlowEntry(std::size_t sz) { return processHeap().mallocSlow(sz, nullptr); }
 
 void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
   if (h == noFastHeap()) // the thread's first call, a pending hint, ...
@@ -561,98 +554,6 @@ void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
   return mallocFull(sz); // the small-object window is full
 }
 
-namespace {
-/// Under DEFERO_POLICY=first, a one-shot hint's malloc when no container
-/// has a policy of its own: malloc's slot, counted as a hinted allocation
-/// (ProcessHeap::hinted would give the same slot on its full path).
-/// nullptr: no pending hint here, take the other paths.
-void *mallocFirst(std::size_t sz) {
-  LocalHeap *h = tls.heap;
-  if (!h || h->hint.kind == kHintNone || !hintPoliciesUniform(h))
-    return nullptr;
-  const void *anchor = h->hint.kind == kHintContainer ? nullptr : h->hint.where;
-  h->hint.kind = kHintNone;
-  tls.fast = h; // (not diverted: hintPoliciesUniform)
-  void *p = mallocFast(sz);
-  if (!p)
-    p = mallocSlowEntry(sz);
-  if (p) {
-    h->count.hinted_allocs.add(1);
-    h->count.hint_same_class.add(anchor && h->sameClass(anchor, p));
-  }
-  return p;
-}
-
-/// A one-shot container hint that hops (hopsContainers) under Auto with
-/// uniform policies: malloc's slot, counted as a hinted allocation (as the
-/// fused entry's newHintedContainer).
-void *mallocHop(LocalHeap *h, std::size_t sz) {
-  noteHop(h, h->hint.container);
-  h->hint.kind = kHintNone;
-  tls.fast = h; // (not diverted: hintPoliciesUniform)
-  void *p = mallocFast(sz);
-  if (!p)
-    p = mallocSlowEntry(sz);
-  if (p)
-    h->count.hinted_allocs.add(1);
-  return p;
-}
-
-/// mallocFull once no one-shot hint continues the recent placement.
-__attribute__((noinline)) void *mallocBeside(std::size_t sz) {
-  if (!g_place_default)
-    if (void *p = mallocFirst(sz))
-      return p;
-  if (void *p = mallocHintedFast(sz))
-    return p;
-  return mallocSlowEntry(sz);
-}
-} // namespace
-
-// The hinted fast paths call nothing, so this needs no stack frame.
-namespace {
-/// The block a one-shot hint of kind `kind` continued the recent placement
-/// with: the hint was counted when it was sent, and the streak counts it
-/// again, so it is taken back; the hint is consumed.
-DEFERO_ALWAYS_INLINE void *continued(LocalHeap *h, unsigned kind, void *p) {
-  h->count.hints[kind - 1].add(~std::uint64_t{0});
-  h->hint.kind = kHintNone;
-  tls.fast = h;
-  return p;
-}
-
-/// mallocFull for a pending hint of another kind than a neighbour's (or
-/// none: kind 0, which placeAfterRecent declines).
-__attribute__((noinline)) void *mallocFullOther(LocalHeap *h, std::size_t sz) {
-  const PendingHint &hint = h->hint;
-  void *p = placeAfterRecent(*tls.recent, sz, hint.kind, hint.container, hint.where, hint.side);
-  if (!p) {
-    if (hint.kind == kHintContainer && g_auto_default &&
-        hopsContainers(h, hint.kind, hint.container) && hintPoliciesUniform(h))
-      return mallocHop(h, sz);
-    return mallocBeside(sz);
-  }
-  return continued(h, hint.kind, p);
-}
-} // namespace
-
-void *mallocFull(std::size_t sz) {
-  // A one-shot hint that continues the thread's recent placement.
-  // (Policies need no check: see placeAfterRecent.)
-  LocalHeap *h = tls.heap;
-  if (!h)
-    return mallocBeside(sz);
-  // A neighbour hint, the common case, with its kind and side as
-  // constants (the other kinds' fields would cost two callee-saved
-  // registers on its path).
-  if (__builtin_expect(h->hint.kind != kHintNeighbor, 0))
-    return mallocFullOther(h, sz);
-  void *p =
-      placeAfterRecent(*tls.recent, sz, kHintNeighbor, h->hint.container, h->hint.where, 0);
-  if (!p)
-    return mallocBeside(sz);
-  return continued(h, kHintNeighbor, p);
-}
 void freeFull(void *p, const char *call) { processHeap().freeSlow(p, call); }
 
 // --- construction on first use ------------------------------------------------

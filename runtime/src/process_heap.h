@@ -706,6 +706,9 @@ ProcessHeap &processHeap();
 /// malloc's and free's full paths behind their fast paths: out of line, so
 /// the fast path keeps no register across a call.
 __attribute__((noinline)) void *mallocFull(std::size_t sz);
+/// ProcessHeap::mallocSlow for the calling thread, out of line (the hint
+/// channel's one-shot paths end in it).
+__attribute__((noinline)) void *mallocSlowEntry(std::size_t sz);
 __attribute__((noinline)) void freeFull(void *p, const char *call);
 
 } // namespace defero
