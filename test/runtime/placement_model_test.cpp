@@ -1391,6 +1391,15 @@ template <class F> double timed(F f) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Runs r's operations on d, each checked against the model, and prints
+/// the run's summary; false if a check failed.
+bool runCase(const Case &r, Driver &d) {
+  bool passed = false;
+  const double ms = timed([&] { passed = d.run(r.ops); });
+  summary(r, d, ms);
+  return passed;
+}
+
 class PlacementModel : public ::testing::TestWithParam<Case> {};
 
 // The general mix: every block disjoint, aligned, of its size class and
@@ -1399,10 +1408,7 @@ class PlacementModel : public ::testing::TestWithParam<Case> {};
 TEST_P(PlacementModel, RandomHintedOpsKeepBlocksDisjointIntactAndCounted) {
   const Case r = GetParam();
   Driver d(r.seed, *r.mix);
-  bool passed = false;
-  const double ms = timed([&] { passed = d.run(r.ops); });
-  summary(r, d, ms);
-  ASSERT_TRUE(passed);
+  ASSERT_TRUE(runCase(r, d));
   EXPECT_GT(d.hinted_by_kind[0], r.ops / 10);
   EXPECT_GT(d.hinted_by_kind[1], r.ops / 20);
   EXPECT_GT(d.hinted_by_kind[2], r.ops / 40);
@@ -1426,10 +1432,7 @@ class PlacementModelContinuation : public ::testing::TestWithParam<Case> {};
 TEST_P(PlacementModelContinuation, AContinuationTakesTheFreeSlotRightAboveTheRecentNode) {
   const Case r = GetParam();
   Driver d(r.seed, *r.mix);
-  bool passed = false;
-  const double ms = timed([&] { passed = d.run(r.ops); });
-  summary(r, d, ms);
-  ASSERT_TRUE(passed);
+  ASSERT_TRUE(runCase(r, d));
   if (!d.continues)
     GTEST_SKIP() << "policy " << d.policy << (d.policy == "first" ? "" : " with DEFERO_TRACE")
                  << ": the hinted fast path is closed, no continuation to check";
@@ -1450,10 +1453,7 @@ class PlacementModelBeside : public ::testing::TestWithParam<Case> {};
 TEST_P(PlacementModelBeside, AHintedNodeLandsWithinALineOrTwoOfItsAnchorWhenASlotThereIsFree) {
   const Case r = GetParam();
   Driver d(r.seed, *r.mix);
-  bool passed = false;
-  const double ms = timed([&] { passed = d.run(r.ops); });
-  summary(r, d, ms);
-  ASSERT_TRUE(passed);
+  ASSERT_TRUE(runCase(r, d));
   if (d.policy == "first")
     GTEST_SKIP() << "DEFERO_POLICY=first places nothing: no placement to check";
   EXPECT_GT(d.near_checks, r.ops / 10) << "too few placements checked to mean anything";
