@@ -571,6 +571,18 @@ void insertHinted(HintedSet &s, int k) {
   s.insert(pos, k);
 }
 
+/// A set of n keys inserted with their tree hints in the order of an LCG
+/// from `seed` (random key order).
+std::unique_ptr<HintedSet> randomHintedSet(int n, unsigned seed) {
+  auto s = std::make_unique<HintedSet>();
+  unsigned x = seed;
+  for (int i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    insertHinted(*s, static_cast<int>(x >> 4));
+  }
+  return s;
+}
+
 /// The first `bits` steps of node's path from the root (1: right), or -1
 /// for a node less deep.
 long long pathPrefix(const RbNode *node, const void *header, unsigned bits) {
@@ -587,12 +599,7 @@ TEST(CApiTrees, TheSubtreesOfALargeTreeFillPagesOfTheirOwn) {
   // Keys inserted in random order: without zones each node lands where
   // the tree's run was when it came, so every subtree is spread over
   // nearly all the tree's pages.
-  auto s = std::make_unique<HintedSet>();
-  unsigned x = 12345;
-  for (int i = 0; i < 60000; ++i) {
-    x = x * 1103515245u + 12345u;
-    insertHinted(*s, static_cast<int>(x >> 4));
-  }
+  auto s = randomHintedSet(60000, 12345);
   const void *header = reinterpret_cast<const char *>(s.get()) + 8;
   std::map<long long, std::set<std::uintptr_t>> pages_of; // subtree -> its pages
   std::set<std::uintptr_t> all;
@@ -625,12 +632,7 @@ TEST(CApiTrees, ALeftChildGoesBelowItsParentAndARightChildAbove) {
   // two nodes is wanted by the lower one's right child and the upper one's
   // left child alike. Seen: 3,435 of 4,363 (79%); a placement blind to
   // the side would put about half on the wrong side.
-  auto s = std::make_unique<HintedSet>();
-  unsigned x = 777;
-  for (int i = 0; i < 20000; ++i) {
-    x = x * 1103515245u + 12345u;
-    insertHinted(*s, static_cast<int>(x >> 4));
-  }
+  auto s = randomHintedSet(20000, 777);
   const void *header = reinterpret_cast<const char *>(s.get()) + 8;
   long long beside = 0, right_side = 0;
   for (auto it = s->begin(); it != s->end(); ++it) {
@@ -657,12 +659,7 @@ TEST(CApiTrees, RebuildingALargeTreeReusesTheSpansItsLastBuildFreed) {
   // fresh spans, so the heap grew by a tree's zones every build).
   std::set<std::uintptr_t> spans, after[3];
   for (int rep = 0; rep < 3; ++rep) {
-    auto s = std::make_unique<HintedSet>();
-    unsigned x = 12345;
-    for (int i = 0; i < 60000; ++i) {
-      x = x * 1103515245u + 12345u;
-      insertHinted(*s, static_cast<int>(x >> 4));
-    }
+    auto s = randomHintedSet(60000, 12345);
     for (auto it = s->begin(); it != s->end(); ++it)
       spans.insert(addr(it._M_node) >> 16);
     s.reset();
