@@ -56,6 +56,10 @@
 // At the end everything is freed and allocs, frees and live_bytes are back
 // at the baseline.
 //
+// placement_model_test_checked builds the same against the checked heap
+// (Defero::core_checked: an 8-byte canary after every block, which each
+// block's slot holds and free checks).
+//
 // Links Defero::core, as c_api_test: malloc and operator new stay glibc's,
 // so the model's own containers and gtest's allocations never touch the
 // Defero heap and its counts can be compared exactly. Single-threaded. A
@@ -138,10 +142,18 @@ struct Counts {
   }
 };
 
-/// The slot of a request of up to kbit::kSmallTableMax bytes: its size
-/// class's.
+#ifndef DEFERO_CHECKED
+#define DEFERO_CHECKED 0
+#endif
+/// The checked build's canary after every block (placement_model_test_
+/// checked links defero_core_checked): a block's slot holds its usable
+/// bytes and then the canary.
+constexpr std::size_t kCanaryBytes = DEFERO_CHECKED ? 8 : 0;
+
+/// The slot of a request whose bytes and canary fit kbit::kSmallTableMax:
+/// its size class's.
 std::size_t classSlot(std::size_t sz) {
-  return defero::kbit::kClassBytes[defero::kbit::classOf(sz)];
+  return defero::kbit::kClassBytes[defero::kbit::classOf(sz + kCanaryBytes)];
 }
 
 // libstdc++'s _Rb_tree_node_base and a key after it.
@@ -171,6 +183,9 @@ enum class Role : std::uint8_t { Plain, ListNode, TreeNode, ListObject, TreeObje
 struct Block {
   std::size_t size;   // requested
   std::size_t usable; // defero_usable_size
+  /// The bytes the block spans: its usable bytes and the checked build's
+  /// canary (its slot, for a small block).
+  std::size_t extent() const { return usable + kCanaryBytes; }
   std::uint64_t seed; // the pattern's
   std::uint32_t from; // the pattern covers [from, size)
   Role role;
@@ -473,22 +488,23 @@ void Driver::adopt(void *p, std::size_t sz, Role role, std::uint32_t from, bool 
   MODEL_CHECK(a % 16 == 0, p << " (" << sz << " bytes) is not 16-byte aligned");
   const std::size_t usable = defero_usable_size(p);
   MODEL_CHECK(usable >= sz, p << ": usable size " << usable << " < requested " << sz);
-  if (sz <= defero::kbit::kSmallTableMax)
-    MODEL_CHECK(usable == classSlot(sz), p << ": a request of " << sz << " bytes"
-                                           << (hinted ? " (hinted)" : "") << " got a slot of "
-                                           << usable << ", its size class's is "
-                                           << classSlot(sz));
+  if (sz + kCanaryBytes <= defero::kbit::kSmallTableMax)
+    MODEL_CHECK(usable + kCanaryBytes == classSlot(sz),
+                p << ": a request of " << sz << " bytes" << (hinted ? " (hinted)" : "")
+                  << " got a slot of " << usable + kCanaryBytes << ", its size class's is "
+                  << classSlot(sz));
   if (hinted)
     MODEL_CHECK(defero_class_of(p) >= 0, "hinted node " << p << " is not in the window");
   auto next = live_.lower_bound(a);
-  MODEL_CHECK(next == live_.end() || next->first >= a + usable,
-              "[" << p << ", +" << usable << ") overlaps the live block at 0x" << std::hex
-                  << next->first << std::dec << " (+" << next->second.usable << ")");
+  MODEL_CHECK(next == live_.end() || next->first >= a + usable + kCanaryBytes,
+              "[" << p << ", +" << usable + kCanaryBytes << ") overlaps the live block at 0x"
+                  << std::hex << next->first << std::dec << " (+" << next->second.extent()
+                  << ")");
   if (next != live_.begin()) {
     auto prev = std::prev(next);
-    MODEL_CHECK(prev->first + prev->second.usable <= a,
+    MODEL_CHECK(prev->first + prev->second.extent() <= a,
                 p << " lies inside the live block at 0x" << std::hex << prev->first << std::dec
-                  << " (+" << prev->second.usable << ")");
+                  << " (+" << prev->second.extent() << ")");
   }
   const Block b{sz, usable, next_seed_++, from, role};
   if (from < sz)
@@ -526,7 +542,7 @@ void *Driver::allocPlain(std::size_t sz, Role role, std::uint32_t from) {
   void *p = defero_malloc(sz);
   ++allocs_;
   ++plain_allocs;
-  mid_allocs += sz > defero::kbit::kSmallTableMax;
+  mid_allocs += sz + kCanaryBytes > defero::kbit::kSmallTableMax;
   adopt(p, sz, role, from, false);
   return ok() ? p : nullptr;
 }
@@ -536,7 +552,7 @@ void *Driver::allocPlain(std::size_t sz, Role role, std::uint32_t from) {
 Expect Driver::probe(const void *anchor, std::size_t sz) {
   Expect e;
   auto it = live_.find(addr(anchor));
-  if (it == live_.end() || it->second.usable != classSlot(sz))
+  if (it == live_.end() || it->second.extent() != classSlot(sz))
     return e; // (alloc_near places only beside a block of the request's class)
   ++probes;
   void *q = defero_alloc_near(sz, anchor);
@@ -544,7 +560,7 @@ Expect Driver::probe(const void *anchor, std::size_t sz) {
   adopt(q, sz, Role::Plain, 0, false);
   if (!ok())
     return e;
-  const std::size_t slot = it->second.usable;
+  const std::size_t slot = it->second.extent();
   const unsigned reach = static_cast<unsigned>((128 + slot - 1) / slot);
   const std::uintptr_t a = addr(anchor), b = addr(q);
   const std::uintptr_t dist = a > b ? a - b : b - a;
@@ -697,7 +713,7 @@ void *Driver::allocHinted(int kind, int cid, const void *container, const void *
     }
   }
   if (kind == DEFERO_HINT_NEIGHBOR && where && liveAt(where) &&
-      addr(p) == addr(where) + live_.at(addr(where)).usable)
+      addr(p) == addr(where) + live_.at(addr(where)).extent())
     ++continuations_seen;
 
   // The runtime's recent node after this allocation.
@@ -706,7 +722,7 @@ void *Driver::allocHinted(int kind, int cid, const void *container, const void *
       noteRecent(container, p, sz, kind); // (a continuation notes the container too)
     } else if (kind == DEFERO_HINT_TREE) {
       const bool above =
-          where && liveAt(where) && addr(p) == addr(where) + live_.at(addr(where)).usable;
+          where && liveAt(where) && addr(p) == addr(where) + live_.at(addr(where)).extent();
       if (side == 0 && above && (!rec_.known || maybe_cont)) {
         // A continuation keeps the streak's container (placeAfterRecent
         // does not note it); a placement beside the parent notes this one:
