@@ -55,6 +55,22 @@ inline bool namesEmptyContainer(const void *anchor, const void *c) {
   return anchor == nullptr || inContainer(anchor, c);
 }
 
+/// Word i of a node the program may be writing in another thread (a
+/// neighbour's links, a tree node's parent and left): read unsynchronised
+/// by design (the read cannot fault, linksBefore and treePath check first;
+/// a torn or stale value only moves where the new node goes). A ThreadSanitizer build reads it uninstrumented, so
+/// no suppression is needed and none hides another race.
+#if defined(__SANITIZE_THREAD__)
+__attribute__((no_sanitize("thread"), noinline)) inline const void *
+peekLink(const void *node, unsigned i) {
+  return static_cast<const void *const *>(node)[i];
+}
+#else
+inline __attribute__((always_inline)) const void *peekLink(const void *node, unsigned i) {
+  return static_cast<const void *const *>(node)[i];
+}
+#endif
+
 /// Whether the hinted node goes before its anchor in the container's order,
 /// so below it in memory: a left child; a list node inserted before its
 /// neighbour (push_front, insert(pos) in the middle). A list node is told
@@ -67,15 +83,15 @@ inline __attribute__((always_inline)) bool linksBefore(const PendingHint &hint) 
   if (hint.kind != kHintNeighbor ||
       (reinterpret_cast<std::uintptr_t>(hint.where) & 15) != 0)
     return false;
-  auto *n = static_cast<const void *const *>(hint.where);
-  if (inContainer(n[0], hint.container))
+  const void *n = hint.where;
+  if (inContainer(peekLink(n, 0), hint.container))
     return false; // the tail, appended after
   // The neighbour's prev: the header (the container is live: readable),
   // or a block of the window (16-byte aligned: its first word is in it).
-  const void *prev = n[1];
+  const void *prev = peekLink(n, 1);
   if (inContainer(prev, hint.container) ||
       ((reinterpret_cast<std::uintptr_t>(prev) & 15) == 0 && PageArena::get().spanOf(prev)))
-    return static_cast<const void *const *>(prev)[0] == n;
+    return peekLink(prev, 0) == n;
   return false;
 }
 
@@ -126,16 +142,19 @@ inline __attribute__((always_inline)) bool treePath(const void *node, const void
   // the window is tested there. (Tested at every level, a node within
   // kHeaderReach bytes after a container object in the window, its
   // neighbour slot, was taken for the header: the walk stopped there.)
-  std::uintptr_t p = reinterpret_cast<const std::uintptr_t *>(x)[kRbParentWord];
+  const auto word = [](std::uintptr_t n, unsigned i) __attribute__((always_inline)) {
+    return reinterpret_cast<std::uintptr_t>(peekLink(reinterpret_cast<const void *>(n), i));
+  };
+  std::uintptr_t p = word(x, kRbParentWord);
   // One level up: 0 to go on, 1 when x is the root, 2 when p is no node.
   const auto up = [&]() __attribute__((always_inline)) -> int {
     if (p - base > last)
       return inContainer(reinterpret_cast<const void *>(p), container) ? 1 : 2;
-    const std::uintptr_t g = reinterpret_cast<const std::uintptr_t *>(p)[kRbParentWord];
+    const std::uintptr_t g = word(p, kRbParentWord);
     if (g == x) // (a node's parent is never its child)
       return inContainer(reinterpret_cast<const void *>(p), container) ? 1 : 2;
     // The step (1 unless x is p's left child) shifted in below the others.
-    std::uintptr_t right = reinterpret_cast<const std::uintptr_t *>(p)[kRbLeftWord] ^ x;
+    std::uintptr_t right = word(p, kRbLeftWord) ^ x;
     bool too_deep;
 #if defined(__x86_64__)
     // neg sets the carry for a nonzero operand, adc shifts it in, and its
