@@ -148,6 +148,11 @@ struct alignas(64) SlotPage {
   /// end to end (a walk in list order crosses from one to the next).
   std::uint16_t run_cursor = 0;
   std::uint16_t run_top = 0;
+  /// SpanHeap::takeWithGroup found no free group of no_group_g slots here
+  /// when `used` was no_group_used (g 0: never looked): it looks again
+  /// only once used has fallen below that (a free made room).
+  std::uint16_t no_group_used = 0;
+  std::uint8_t no_group_g = 0;
   SlotPage *next = nullptr;    ///< owner's Avail or Empty list
   SlotPage **pprev = nullptr;  ///< the link that points here on that list
   /// An Empty span whose memory is still resident: the owner's queue of
