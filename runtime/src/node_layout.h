@@ -58,8 +58,9 @@ inline bool namesEmptyContainer(const void *anchor, const void *c) {
 /// Word i of a node the program may be writing in another thread (a
 /// neighbour's links, a tree node's parent and left): read unsynchronised
 /// by design (the read cannot fault, linksBefore and treePath check first;
-/// a torn or stale value only moves where the new node goes). A ThreadSanitizer build reads it uninstrumented, so
-/// no suppression is needed and none hides another race.
+/// a torn or stale value only moves where the new node goes). A
+/// ThreadSanitizer build reads it uninstrumented, so no suppression is
+/// needed and none hides another race.
 #if defined(__SANITIZE_THREAD__)
 __attribute__((no_sanitize("thread"), noinline)) inline const void *
 peekLink(const void *node, unsigned i) {
