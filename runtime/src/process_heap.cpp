@@ -299,8 +299,10 @@ void *ProcessHeap::mallocAligned(std::size_t sz, std::size_t align) {
       return p;
     }
   }
-  // Power-of-two classes hold slots aligned to their size (spans start on
-  // 64 KiB boundaries), so the first class whose size align divides serves.
+  // A class's slots are aligned to the largest power of two dividing its
+  // size (spans start on 64 KiB boundaries, and a span's colour, a multiple
+  // of 128 bytes, is 0 where that power is larger: PageArena::colourBytes),
+  // so the first class whose size align divides serves.
   const unsigned cls = align <= kMaxSmall && sz <= kMaxSmall
                            ? kbit::alignedClassOf(sz + kCanaryBytes, align)
                            : kbit::kNumClasses;

@@ -993,6 +993,52 @@ TEST(CApiHints, RebuildingAListReusesTheSpansItsLastBuildFreed) {
       << " spans of 64 KiB over two more repetitions";
 }
 
+// Slab colouring (PageArena::colourBytes): the first slot of a span lies 0
+// to 7 times 128 bytes above the span's start, by the span's place in the
+// window, so that the spans' first lines do not all fall in the same cache
+// sets. Slots keep the alignment their class serves (a 64 B slot is 64 B
+// aligned), and a hint whose anchor lies in a span's colour, below its
+// first slot (a bogus or stale anchor), places nothing out of bounds
+// (before the slot index was clamped, ThreadSanitizer's driver read past a
+// span's bitmap there).
+TEST(CApiSpans, SpansStartTheirSlotsAtSeveralColours) {
+  constexpr std::size_t kSize = 64, kSpan = std::size_t{1} << 16;
+  std::vector<void *> blocks;
+  std::map<std::uintptr_t, std::uintptr_t> lowest; // span -> its lowest block
+  for (std::size_t i = 0; i < 24 * kSpan / kSize; ++i) {
+    void *p = defero_malloc(kSize);
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(addr(p) % kSize, 0u) << "a 64 B slot lost its alignment";
+    blocks.push_back(p);
+    auto [it, fresh] = lowest.try_emplace(addr(p) & ~(kSpan - 1), addr(p));
+    if (!fresh && addr(p) < it->second)
+      it->second = addr(p);
+  }
+  std::set<std::uintptr_t> colours;
+  for (const auto &[span, low] : lowest)
+    colours.insert(low - span);
+  EXPECT_GE(colours.size(), 4u) << "the spans' first slots share " << colours.size()
+                                << " offsets from their span's start";
+  for (std::uintptr_t c : colours)
+    EXPECT_LT(c, 8u * 128) << "a colour past 7 x 128 bytes";
+  static int container;
+  for (const auto &[span, low] : lowest) {
+    const void *gap = reinterpret_cast<const void *>(span); // below the first slot, or it
+    __defero_hint_neighbor(&container, gap);
+    void *a = defero_malloc(kSize);
+    void *b = __defero_new_hinted(kSize, 1, &container, gap, 0);
+    __defero_hint_tree(&container, gap, 1);
+    void *c = defero_malloc(kSize);
+    for (void *p : {a, b, c}) {
+      ASSERT_NE(p, nullptr);
+      EXPECT_GE(defero_usable_size(p), kSize);
+      blocks.push_back(p);
+    }
+  }
+  for (void *p : blocks)
+    defero_free(p);
+}
+
 // A program whose allocation sizes shift reuses the spans its earlier
 // sizes emptied: an Empty span of one class is made over for another whose
 // spans are as long (PageArena::remake), before fresh memory is carved.

@@ -10,6 +10,11 @@
 // (acquire), so free() finds a block's span with no lock: two loads, a
 // subtraction and a shift.
 //
+// A span's first slot lies a colour above its start (0 to 7 times 128
+// bytes, Bonwick's slab colouring: colourBytes), so that the first lines of
+// spans, where fresh spans' blocks, runs and cells begin, spread over the
+// cache sets instead of all falling in the sets of a 64 KiB boundary.
+//
 // Carving a span and taking metadata are the slow path (a spin lock each;
 // once per 64 KiB of new memory). Nothing here is ever given back to the
 // OS; an empty span can be made over for another size class (remake).
@@ -111,9 +116,10 @@ public:
     if (!map_ && !mapInit())
       return nullptr;
     auto *pg = new (hdr) SlotPage();
-    pg->start = reinterpret_cast<std::uintptr_t>(s);
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(s);
+    pg->start = base + colourBytes(cls, base);
     pg->slot_bytes = kbit::kClassBytes[cls];
-    pg->slots = bytes / kbit::kClassBytes[cls];
+    pg->slots = (bytes - colourBytes(cls, base)) / kbit::kClassBytes[cls];
     pg->cls = static_cast<std::uint8_t>(cls);
     pg->cache_off = static_cast<std::uint16_t>(cls * kClassCacheBytes);
     pg->inverse = inverseOf(kbit::kClassBytes[cls]);
@@ -121,7 +127,7 @@ public:
     pg->owner = owner;
     pg->initFree();
     pg->cells = false;
-    const std::size_t first = (pg->start - window_.base()) >> kPageShift;
+    const std::size_t first = (base - window_.base()) >> kPageShift;
     // Pages a failed carve took from the window (its map could not be
     // mapped) lie below this span: they name kLostPage, so that every page
     // below limit_ names a span.
@@ -132,6 +138,25 @@ public:
       std::atomic_ref<SlotPage *>(map_[first + i]).store(pg, std::memory_order_release);
     __atomic_store_n(&limit_, (first << kPageShift) + bytes, __ATOMIC_RELEASE);
     return pg;
+  }
+
+  /// The first address of pg's span (its slot 0 lies colourBytes above).
+  static std::uintptr_t spanBase(const SlotPage *pg) {
+    return pg->start & ~(std::uintptr_t{kPageBytes} - 1);
+  }
+
+  /// Slab colouring (Bonwick): slot 0 of a span of class cls at `base`
+  /// lies this many bytes above it, 0 to 7 times 128 by the span's place in
+  /// the window, so that the spans' first slots, where a fresh span's
+  /// blocks and runs begin, do not all share the same cache sets. Classes
+  /// whose size has a power-of-two factor above 128 keep 0: their slots
+  /// serve aligned requests of that alignment (alignedClassOf).
+  static constexpr unsigned kColours = 8, kColourStep = 128;
+  static unsigned colourBytes(unsigned cls, std::uintptr_t base) {
+    const std::uint32_t size = kbit::kClassBytes[cls];
+    if ((size & (0u - size)) > kColourStep)
+      return 0;
+    return static_cast<unsigned>((base >> kPageShift) % kColours) * kColourStep;
   }
 
   /// Bytes of a span of class cls (64 KiB for classes up to 8 KiB).
@@ -146,8 +171,10 @@ public:
   /// unchanged: it names the same header).
   static void remake(SlotPage *pg, unsigned cls) {
     const std::size_t bytes = spanBytes(cls);
+    const std::uintptr_t base = spanBase(pg);
+    pg->start = base + colourBytes(cls, base);
     pg->slot_bytes = kbit::kClassBytes[cls];
-    pg->slots = bytes / kbit::kClassBytes[cls];
+    pg->slots = (bytes - colourBytes(cls, base)) / kbit::kClassBytes[cls];
     pg->cls = static_cast<std::uint8_t>(cls);
     pg->cache_off = static_cast<std::uint16_t>(cls * kClassCacheBytes);
     pg->inverse = inverseOf(kbit::kClassBytes[cls]);

@@ -280,10 +280,15 @@ struct alignas(64) SlotPage {
 #endif
     return low < (std::uint64_t{1} << kMaxOffsetBits) && i < slots;
   }
-  /// Index of the slot holding p (p inside the span).
+  /// Index of the slot holding p, a pointer into the span's pages; `slots`
+  /// (no slot) for one past the last slot or below the first (the span's
+  /// colour: PageArena::colourBytes). A stale or bogus anchor may be
+  /// either: the placement searches then look at the bitmap's last words,
+  /// never past them.
   unsigned slotHolding(const void *p) const {
     const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - start;
-    return static_cast<unsigned>((static_cast<Wide>(off) * inverse) >> 64);
+    const auto i = static_cast<std::uint64_t>((static_cast<Wide>(off) * inverse) >> 64);
+    return static_cast<unsigned>(i < slots ? i : slots);
   }
 
   /// The lowest slot s in [lo, hi) such that the g slots from s are free

@@ -591,7 +591,7 @@ private:
     if (pg->used != 0 || pg->state != SpanState::Empty)
       return 0;
     const std::size_t bytes = PageArena::spanBytes(pg->cls);
-    os::discard(reinterpret_cast<void *>(pg->start), bytes);
+    os::discard(reinterpret_cast<void *>(PageArena::spanBase(pg)), bytes);
     pg->released = true;
     count.released.add(bytes);
     g_released.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
