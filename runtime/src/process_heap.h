@@ -268,7 +268,7 @@ DEFERO_ALWAYS_INLINE void noteRecentBlock(LocalHeap *h, const void *container, c
   SlotPage *pg = PageArena::get().spanOf(p);
   if (pg && pg->owner != h)
     pg = nullptr;
-  h->noteRecent(container, p, pg, pg ? pg->slotHolding(p) : 0, sz, row);
+  h->noteRecent(container, p, pg, pg ? pg->slotOfBlock(p) : 0, sz, row);
 }
 
 /// Whether a neighbour hint for `container`, placed by a predicate `auto`,

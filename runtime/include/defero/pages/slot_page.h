@@ -286,9 +286,17 @@ struct alignas(64) SlotPage {
   /// either: the placement searches then look at the bitmap's last words,
   /// never past them.
   unsigned slotHolding(const void *p) const {
-    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - start;
-    const auto i = static_cast<std::uint64_t>((static_cast<Wide>(off) * inverse) >> 64);
+    const std::uint64_t i = slotIndex(p);
     return static_cast<unsigned>(i < slots ? i : slots);
+  }
+  /// slotHolding for a block this span handed out (no clamp needed).
+  unsigned slotOfBlock(const void *p) const { return static_cast<unsigned>(slotIndex(p)); }
+
+  /// (p - start) / slot_bytes by the inverse (one multiply); meaningless
+  /// for p below start.
+  std::uint64_t slotIndex(const void *p) const {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - start;
+    return static_cast<std::uint64_t>((static_cast<Wide>(off) * inverse) >> 64);
   }
 
   /// The lowest slot s in [lo, hi) such that the g slots from s are free
