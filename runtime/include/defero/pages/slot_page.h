@@ -169,12 +169,6 @@ struct alignas(64) SlotPage {
   /// search that reads the word after a slot's (the slot above the last,
   /// a window round a slot of the last word) needs no bound test.
   alignas(64) std::uint64_t free[kMaxWords + 1] = {};
-  // --- after the bitmap (its last line's spare bytes) ---
-  /// For a span of at most 16 OS pages, bit p of each: page p had no slot
-  /// in use at the owner's last trim (idle), and page p went back to the
-  /// OS at a trim and no slot of it was seen in use since (gone); see
-  /// SpanHeap::trim.
-  std::uint16_t idle_pages = 0, gone_pages = 0;
 
   /// Marks every slot free (a fresh span).
   void initFree() {
@@ -191,38 +185,6 @@ struct alignas(64) SlotPage {
     return reinterpret_cast<void *>(start + std::uintptr_t{i} * slot_bytes);
   }
   bool isFree(unsigned i) const { return (free[i / kWordBits] >> (i % kWordBits)) & 1; }
-  /// Whether every slot of [lo, hi) is free in the bitmap.
-  bool allFree(std::uint64_t lo, std::uint64_t hi) const {
-    while (lo < hi) {
-      const std::uint64_t b = lo % kWordBits, n = hi - lo < kWordBits - b ? hi - lo : kWordBits - b;
-      const std::uint64_t mask = (n == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << b;
-      if ((free[lo / kWordBits] & mask) != mask)
-        return false;
-      lo += n;
-    }
-    return true;
-  }
-  /// Bit p set: no slot that overlaps the OS page p of the span (which
-  /// begins at `base`) is in use, on a word cache or on a free stack (all
-  /// of those read 0 in the bitmap), for p < `pages` (at most 32). About
-  /// 20 instructions a page.
-  std::uint32_t freePages(std::uintptr_t base, unsigned pages) const {
-    std::uint32_t m = 0;
-    const std::uint64_t off = start - base; // the span's colour
-    for (unsigned p = 0; p < pages; ++p) {
-      const std::uint64_t lo = std::uint64_t{p} * os::kPageBytes, hi = lo + os::kPageBytes;
-      std::uint64_t first = 0, last = 0; // the slots [first, last) that overlap it
-      if (hi > off) {
-        first = lo <= off ? 0 : (lo - off) / slot_bytes;
-        last = (hi - 1 - off) / slot_bytes + 1;
-        if (last > slots)
-          last = slots;
-      }
-      if (first >= last || allFree(first, last))
-        m |= std::uint32_t{1} << p;
-    }
-    return m;
-  }
   bool hasRoom() const { return summary != 0; }
 
   /// Takes slot i, which must be free (checked: a slot handed out twice
@@ -568,8 +530,7 @@ struct alignas(64) SlotPage {
 
 static_assert(offsetof(SlotPage, summary) == 64, "the fixed fields fill one line");
 static_assert(offsetof(SlotPage, free) == 128, "the owner's fields fill one line");
-static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8 + 64,
-              "the bitmap, its last word and the page masks in one line");
+static_assert(sizeof(SlotPage) == 128 + kMaxWords * 8 + 64, "the bitmap and its last word");
 
 /// A span with no slot: what a pointer to a span that must never be null
 /// names when there is none (every search of it, and every bound check

@@ -392,14 +392,6 @@ public:
       }
     }
     mid.releaseFree(PageArena::spanBytes(cls)); // (likewise, the other way)
-    // The heap grows: first the pages of sparse spans that sat idle since
-    // the last trim, once it has grown by an eighth since (a trim a time
-    // apart alone missed a fast program's growth: the trace replay of
-    // cc1plus, 2 M events in 0.3 s, saw three).
-    if (++carved_since_trim_ * 8 >= carved_ && carved_since_trim_ >= 4 &&
-        g_decay_ms != ~std::uint32_t{0})
-      trimAll(os::now_ms(), false);
-    ++carved_;
     return PageArena::get().carve(cls, this);
   }
 
@@ -538,12 +530,12 @@ protected:
   void leaveEmpty(SlotPage *pg) {
     if (pg->released) {
       pg->released = false;
-      noteRefaulted(PageArena::spanBytes(pg->cls));
+      count.refaulted.add(PageArena::spanBytes(pg->cls));
+      g_released.fetch_sub(static_cast<std::int64_t>(PageArena::spanBytes(pg->cls)),
+                           std::memory_order_relaxed);
       return;
     }
     dequeue(pg);
-    if (const std::size_t gone = forgetGone(pg))
-      noteRefaulted(gone);
   }
   /// Takes pg off the decay queue if it is on it (a span decay left
   /// resident because a placement took a slot of it is not).
@@ -572,7 +564,6 @@ public:
     if (__builtin_expect(large_due != ~std::uint32_t{0}, 0) &&
         static_cast<std::int32_t>(now - large_due) >= 0 && g_large_decay)
       g_large_decay();
-    trim(now, all);
     while (SlotPage *pg = decay_tail_) {
       if (!all && now - pg->empty_ms < g_decay_ms && !overCeiling())
         return;
@@ -591,94 +582,7 @@ public:
     }
   }
 
-  /// How often trim looks at the spans at most (ms), whatever the delay.
-  static constexpr std::uint32_t kTrimEveryMs = 10;
-  /// Spans one trim looks at, at most.
-  static constexpr unsigned kTrimSpans = 1024;
-
-  /// Gives back the OS pages of this heap's partly used spans (Current
-  /// and Avail) that held no block at two trims in a row, at least
-  /// g_decay_ms (and kTrimEveryMs) apart; with `all`, every such page
-  /// now. Without it a span keeps the pages its class's busiest moment
-  /// touched for as long as one block of it lives (cc1plus's trace: 30.3
-  /// -> 28.8% fragmentation with it). A block on a free stack, or a slot
-  /// of a cached word, keeps its page in use (flushing them at each trim
-  /// gave back more pages, but the trace's peak rose: 30.4%). Empty spans
-  /// go back whole (decay). Only spans in the window's
-  /// first PageArena::kHugeFrom bytes: past them memory is in huge pages,
-  /// which a 4 KiB discard would split. A page one of whose slots is
-  /// taken and freed again between two trims stays counted as given back
-  /// (released_bytes then runs ahead of the truth by such pages) until a
-  /// trim sees it in use. Cost: nothing on malloc and free; a trim reads
-  /// up to kTrimSpans spans' bitmaps (about 20 instructions an OS page)
-  /// and makes one madvise call a run of pages given back.
-  void trim(std::uint32_t now, bool all) {
-    if (g_decay_ms == ~std::uint32_t{0} ||
-        (!all && (now - trimmed_ms_ < kTrimEveryMs || now - trimmed_ms_ < g_decay_ms)))
-      return;
-    trimAll(now, all);
-  }
-  void trimAll(std::uint32_t now, bool all) {
-    trimmed_ms_ = now;
-    carved_since_trim_ = 0;
-    const std::uintptr_t flat_end = PageArena::get().base() + PageArena::kHugeFrom;
-    unsigned budget = kTrimSpans;
-    for (unsigned c = 0; c < kClasses && budget; ++c) {
-      const unsigned pages = static_cast<unsigned>(PageArena::spanBytes(c) / os::kPageBytes);
-      if (pages > 16)
-        continue;
-      if (cur_[c] != &kNoRoom && PageArena::spanBase(cur_[c]) < flat_end) {
-        trimSpan(cur_[c], pages, all);
-        --budget;
-      }
-      for (SlotPage *pg = avail_[c]; pg && budget; pg = pg->next, --budget)
-        if (PageArena::spanBase(pg) < flat_end)
-          trimSpan(pg, pages, all);
-    }
-  }
-
 private:
-  void trimSpan(SlotPage *pg, unsigned pages, bool all) {
-    const std::uintptr_t base = PageArena::spanBase(pg);
-    const auto idle = static_cast<std::uint16_t>(pg->freePages(base, pages));
-    // Pages given back and in use now came back (zeroed) when touched.
-    if (const unsigned back = popcount64(pg->gone_pages & ~idle))
-      noteRefaulted(std::size_t{back} * os::kPageBytes);
-    std::uint16_t gone = pg->gone_pages & idle;
-    const std::uint16_t go = idle & (all ? std::uint16_t{0xFFFF} : pg->idle_pages) &
-                             static_cast<std::uint16_t>(~gone);
-    for (std::uint32_t m = go; m;) { // one madvise a run of pages
-      const unsigned lo = static_cast<unsigned>(__builtin_ctz(m));
-      const std::uint32_t from_lo = m >> lo;
-      const unsigned n = static_cast<unsigned>(__builtin_ctz(~from_lo));
-      os::discard(reinterpret_cast<void *>(base + std::uintptr_t{lo} * os::kPageBytes),
-                  std::size_t{n} * os::kPageBytes);
-      m &= ~(((std::uint32_t{1} << n) - 1) << lo);
-    }
-    if (go) {
-      const std::size_t bytes = std::size_t{popcount64(go)} * os::kPageBytes;
-      count.released.add(bytes);
-      g_released.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-      gone |= go;
-    }
-    pg->gone_pages = gone;
-    pg->idle_pages = idle;
-  }
-  /// Bytes of given-back pages in use again.
-  void noteRefaulted(std::size_t bytes) {
-    count.refaulted.add(bytes);
-    g_released.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-  }
-  /// pg's pages given back by trim, now in use or about to be (it leaves
-  /// the Empty list), or given back with the whole span: their bytes, and
-  /// the masks cleared.
-  std::size_t forgetGone(SlotPage *pg) {
-    const std::size_t bytes = std::size_t{popcount64(pg->gone_pages)} * os::kPageBytes;
-    pg->gone_pages = 0;
-    pg->idle_pages = 0;
-    return bytes;
-  }
-
   /// The oldest span on the decay queue leaves it, its memory given back
   /// if it is still Empty; the bytes given back.
   std::size_t releaseOldest() {
@@ -686,10 +590,8 @@ private:
     dequeue(pg);
     if (pg->used != 0 || pg->state != SpanState::Empty)
       return 0;
-    const std::size_t span = PageArena::spanBytes(pg->cls);
-    os::discard(reinterpret_cast<void *>(PageArena::spanBase(pg)), span);
-    // (Its pages trim gave back were counted then.)
-    const std::size_t bytes = span - forgetGone(pg);
+    const std::size_t bytes = PageArena::spanBytes(pg->cls);
+    os::discard(reinterpret_cast<void *>(PageArena::spanBase(pg)), bytes);
     pg->released = true;
     count.released.add(bytes);
     g_released.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
@@ -716,8 +618,6 @@ protected:
   SlotPage *rover_[kClasses] = {}; // takeWithGroup's place in avail_
   std::uint32_t taken_ = 0; // spans taken by takeEmptyOrCarve since resetTaken
   SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
-  std::uint32_t trimmed_ms_ = 0; // the last trim (os::now_ms)
-  std::uint32_t carved_ = 0, carved_since_trim_ = 0; // fresh spans: all, and since the last trim
 };
 
 } // namespace defero::pages
