@@ -259,7 +259,7 @@ void *newHintedContainer(std::size_t size, const void *container) {
   h->count.hints[defero::kHintContainer - 1].add(1);
   h->count.hinted_allocs.add(1);
   defero::noteHop(h, container);
-  void *p = defero::mallocFastOr(size, defero::mallocFull);
+  void *p = defero::mallocNodeOr(size, defero::mallocFull);
   if (__builtin_expect(p == nullptr, 0))
     p = defero::newSlow(size, 0, false); // (operator new's loop: never null)
   return p;
@@ -285,7 +285,7 @@ DEFERO_ALWAYS_INLINE void *besideOrSlow(std::size_t size, int kind, const void *
   defero::PendingHint anchored{static_cast<std::uint8_t>(kind),
                                static_cast<std::int8_t>(side != 0), container, where};
   if (defero::fastAnchor(h, anchored))
-    if (void *p = defero::placeBeside(h, size, anchored))
+    if (void *p = defero::placeBeside(h, size, anchored, defero::fusedClassOf(size)))
       return p;
   if (kind == defero::kHintTree && anchored.searched) { // (its parent: a block of h, no room)
     if (void *p = processHeap().mallocTreeOpen(h, size, container, where, side != 0))
@@ -331,7 +331,7 @@ void *newHintedFirst(std::size_t size, int kind, const void *container, const vo
     return newHintedBeside(size, kind, container, where, side);
   h->count.hints[kind - 1].add(1);
   h->count.hinted_allocs.add(1);
-  void *p = defero::mallocFastOr(size, defero::mallocFull);
+  void *p = defero::mallocNodeOr(size, defero::mallocFull);
   if (__builtin_expect(p == nullptr, 0))
     p = defero::newSlow(size, 0, false); // (operator new's loop: never null)
   if (kind != defero::kHintContainer)
@@ -347,7 +347,7 @@ void *newHintedInOrder(defero::LocalHeap *h, std::size_t size, const void *conta
       pg && pg->owner == h && pg->cells)
     return newHintedSlow(h, size, defero::kHintNeighbor, 0, container, where, 1);
   h->count.hinted_allocs.add(1);
-  void *p = defero::mallocFastOr(size, defero::mallocFull);
+  void *p = defero::mallocNodeOr(size, defero::mallocFull);
   if (__builtin_expect(p == nullptr, 0))
     p = defero::newSlow(size, 0, false); // (operator new's loop: never null)
   h->count.hint_same_class.add(h->sameClass(where, p));
@@ -373,6 +373,11 @@ void *newHintedOther(std::size_t size, int kind, const void *container, const vo
   }
   if (theirs)
     return theirs(size);
+  // Our operator new's path for one object, as with an unfused hint (its
+  // node may take the node class: the first node of a thread's first list
+  // comes here, and its push_backs continue in its class).
+  if (void *p = defero::mallocFullNode(size))
+    return p;
   return defero::newSlow(size, 0, false);
 }
 

@@ -224,9 +224,9 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     if (!p && !hop && (pg || (down ? cs->down.span : cs->up.span)))
       p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
   }
-  if (!p && hop && tls.fast == h) // malloc's slot (its free stack first)
+  if (!p && hop && tls.fast == h && !kbit::isNodeClass(cls)) // malloc's slot (its free stack first)
     p = mallocFast(sz);
-  if (!p)
+  if (!p) // (a node class's slot: its free stack first too)
     p = h->malloc(cls);
   if (!p)
     return nullptr;
@@ -262,7 +262,7 @@ DEFERO_ALWAYS_INLINE void ProcessHeap::countHinted(LocalHeap *h, const pages::Co
 
 void *ProcessHeap::mallocTreeOpen(LocalHeap *h, std::size_t sz, const void *container,
                                   const void *anchor, bool left) {
-  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  const unsigned cls = fusedClassOf(sz);
   pages::ContainerSlot *cs = h->container(container);
   // What hinted() would do otherwise: a pending one-shot hint to drop, a
   // class whose free stack goes back to the bitmaps first, a container
@@ -298,7 +298,7 @@ DEFERO_ALWAYS_INLINE void *ProcessHeap::endOpen(LocalHeap *h, std::size_t sz, un
 
 void *ProcessHeap::mallocListFirst(LocalHeap *h, std::size_t sz, const void *container,
                                    const void *anchor) {
-  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  const unsigned cls = fusedClassOf(sz);
   pages::ContainerSlot *cs = h->container(container);
   const bool hop = g_auto_default && hopsContainers(h, kHintNeighbor, container);
   const SlotPage *at = anchor ? PageArena::get().spanOf(anchor) : nullptr;
@@ -321,7 +321,7 @@ void *ProcessHeap::mallocListFirst(LocalHeap *h, std::size_t sz, const void *con
     h->noteRecent(container, nullptr, nullptr, 0, 0);
   void *p = h->takeCell(*cs, cls);
   if (!p && hop && tls.fast == h) // malloc's slot (its free stack first)
-    p = mallocFast(sz);
+    p = mallocNodeOr(sz, [](std::size_t) -> void * { return nullptr; });
   return endOpen(h, sz, cls, *cs, container, anchor, p, kHintNeighbor - 1u);
 }
 
@@ -333,20 +333,26 @@ void *ProcessHeap::mallocListFirst(LocalHeap *h, std::size_t sz, const void *con
 // ProcessHeap::hinted through mallocSlow.
 
 namespace {
+/// malloc's slot for a one-shot hint's block once the hint is consumed
+/// (tls.fast is h again): a node class's for operator new's node (kNode).
+template <bool kNode> void *mallocSlot(std::size_t sz) {
+  void *p = kNode ? mallocNodeOr(sz, [](std::size_t) -> void * { return nullptr; })
+                  : mallocFast(sz);
+  return p ? p : mallocSlowEntry(sz);
+}
+
 /// Under DEFERO_POLICY=first, a one-shot hint's malloc when no container
 /// has a policy of its own: malloc's slot, counted as a hinted allocation
 /// (ProcessHeap::hinted would give the same slot on its full path).
 /// nullptr: no pending hint here, take the other paths.
-void *mallocFirst(std::size_t sz) {
+template <bool kNode> void *mallocFirst(std::size_t sz) {
   LocalHeap *h = tls.heap;
   if (!h || h->hint.kind == kHintNone || !hintPoliciesUniform(h))
     return nullptr;
   const void *anchor = h->hint.kind == kHintContainer ? nullptr : h->hint.where;
   h->hint.kind = kHintNone;
   tls.fast = h; // (not diverted: hintPoliciesUniform)
-  void *p = mallocFast(sz);
-  if (!p)
-    p = mallocSlowEntry(sz);
+  void *p = mallocSlot<kNode>(sz);
   if (p) {
     h->count.hinted_allocs.add(1);
     h->count.hint_same_class.add(anchor && h->sameClass(anchor, p));
@@ -357,26 +363,24 @@ void *mallocFirst(std::size_t sz) {
 /// A one-shot container hint that hops (hopsContainers) under Auto with
 /// uniform policies: malloc's slot, counted as a hinted allocation (as the
 /// fused entry's newHintedContainer).
-void *mallocHop(LocalHeap *h, std::size_t sz) {
+template <bool kNode> void *mallocHop(LocalHeap *h, std::size_t sz) {
   noteHop(h, h->hint.container);
   h->hint.kind = kHintNone;
   tls.fast = h; // (not diverted: hintPoliciesUniform)
-  void *p = mallocFast(sz);
-  if (!p)
-    p = mallocSlowEntry(sz);
+  void *p = mallocSlot<kNode>(sz);
   if (p)
     h->count.hinted_allocs.add(1);
   return p;
 }
 
 /// mallocFull once no one-shot hint continues the recent placement.
-__attribute__((noinline)) void *mallocBeside(std::size_t sz) {
+template <bool kNode> __attribute__((noinline)) void *mallocBeside(std::size_t sz) {
   if (!g_place_default)
-    if (void *p = mallocFirst(sz))
+    if (void *p = mallocFirst<kNode>(sz))
       return p;
-  if (void *p = mallocHintedFast(sz))
+  if (void *p = mallocHintedFast<kNode>(sz))
     return p;
-  return mallocSlowEntry(sz);
+  return mallocSlowEntry(sz, kNode);
 }
 } // namespace
 
@@ -394,36 +398,43 @@ DEFERO_ALWAYS_INLINE void *continued(LocalHeap *h, unsigned kind, void *p) {
 
 /// mallocFull for a pending hint of another kind than a neighbour's (or
 /// none: kind 0, which placeAfterRecent declines).
+template <bool kNode>
 __attribute__((noinline)) void *mallocFullOther(LocalHeap *h, std::size_t sz) {
   const PendingHint &hint = h->hint;
-  void *p = placeAfterRecent(*tls.recent, sz, hint.kind, hint.container, hint.where, hint.side);
+  void *p = placeAfterRecent<!kNode>(*tls.recent, sz, hint.kind, hint.container, hint.where,
+                                     hint.side);
   if (!p) {
     if (hint.kind == kHintContainer && g_auto_default &&
         hopsContainers(h, hint.kind, hint.container) && hintPoliciesUniform(h))
-      return mallocHop(h, sz);
-    return mallocBeside(sz);
+      return mallocHop<kNode>(h, sz);
+    return mallocBeside<kNode>(sz);
   }
   return continued(h, hint.kind, p);
 }
-} // namespace
 
-void *mallocFull(std::size_t sz) {
-  // A one-shot hint that continues the thread's recent placement.
+/// mallocFull and mallocFullNode: a one-shot hint that continues the
+/// thread's recent placement, else mallocBeside. A block for malloc (not
+/// kNode) never continues in a node class (placeAfterRecent's kOneShot).
+template <bool kNode> DEFERO_ALWAYS_INLINE void *mallocFullFor(std::size_t sz) {
   // (Policies need no check: see placeAfterRecent.)
   LocalHeap *h = tls.heap;
   if (!h)
-    return mallocBeside(sz);
+    return mallocBeside<kNode>(sz);
   // A neighbour hint, the common case, with its kind and side as
   // constants (the other kinds' fields would cost two callee-saved
   // registers on its path).
   if (__builtin_expect(h->hint.kind != kHintNeighbor, 0))
-    return mallocFullOther(h, sz);
-  void *p =
-      placeAfterRecent(*tls.recent, sz, kHintNeighbor, h->hint.container, h->hint.where, 0);
+    return mallocFullOther<kNode>(h, sz);
+  void *p = placeAfterRecent<!kNode>(*tls.recent, sz, kHintNeighbor, h->hint.container,
+                                     h->hint.where, 0);
   if (!p)
-    return mallocBeside(sz);
+    return mallocBeside<kNode>(sz);
   return continued(h, kHintNeighbor, p);
 }
+} // namespace
+
+void *mallocFull(std::size_t sz) { return mallocFullFor<false>(sz); }
+void *mallocFullNode(std::size_t sz) { return mallocFullFor<true>(sz); }
 
 void ProcessHeap::hintNeighbor(const void *c, const void *n) {
   if (LocalHeap *h = heap()) {

@@ -76,22 +76,23 @@ inline __attribute__((always_inline)) const void *peekLink(const void *node, uns
 /// so below it in memory: a left child; a list node inserted before its
 /// neighbour (push_front, insert(pos) in the middle). A list node is told
 /// by libstdc++'s layout {next, prev}: the neighbour's prev links back to
-/// it. Only for an anchor that is a 16-byte-aligned block of the window
-/// (so its two words, and a prev inside the window, can be read).
+/// it. Only for an anchor that is an 8-byte-aligned block of the window (so
+/// its two words, and a prev inside the window, can be read; a node
+/// class's nodes are 8-byte aligned, kbit::nodeClassOf).
 inline __attribute__((always_inline)) bool linksBefore(const PendingHint &hint) {
   if (hint.kind == kHintTree)
     return hint.side != 0;
   if (hint.kind != kHintNeighbor ||
-      (reinterpret_cast<std::uintptr_t>(hint.where) & 15) != 0)
+      (reinterpret_cast<std::uintptr_t>(hint.where) & 7) != 0)
     return false;
   const void *n = hint.where;
   if (inContainer(peekLink(n, 0), hint.container))
     return false; // the tail, appended after
   // The neighbour's prev: the header (the container is live: readable),
-  // or a block of the window (16-byte aligned: its first word is in it).
+  // or a block of the window (8-byte aligned: its first word is in it).
   const void *prev = peekLink(n, 1);
   if (inContainer(prev, hint.container) ||
-      ((reinterpret_cast<std::uintptr_t>(prev) & 15) == 0 && PageArena::get().spanOf(prev)))
+      ((reinterpret_cast<std::uintptr_t>(prev) & 7) == 0 && PageArena::get().spanOf(prev)))
     return peekLink(prev, 0) == n;
   return false;
 }
@@ -107,7 +108,7 @@ inline constexpr unsigned kRbMaxDepth = 62;
 /// of its nodes: bit i of `bits` is the (i + 1)th step down from the root
 /// (1: a right child), so the root's own step is bit 0 and the step into
 /// `node` is bit depth - 1 (depth 0: node is the root). False (nothing
-/// read out of bounds) when `node` is not a 16-byte-aligned block of the
+/// read out of bounds) when `node` is not an 8-byte-aligned block of the
 /// window's carved part, or a link above it leads neither to four words
 /// there nor to the header in the container object: a hint that does not
 /// name a node of that tree, which is then placed without its path, or a
@@ -129,7 +130,7 @@ inline __attribute__((always_inline)) bool treePath(const void *node, const void
     return false;
   const std::uintptr_t last = carved - 4 * sizeof(void *);
   std::uintptr_t x = reinterpret_cast<std::uintptr_t>(node);
-  if ((x & 15) != 0 || x - base > last)
+  if ((x & 7) != 0 || x - base > last)
     return false;
   // A 1 above the steps counts them: it reaches the top bit past
   // kRbMaxDepth steps, where the walk gives up (no counter to increment

@@ -135,6 +135,21 @@ __attribute__((noinline)) void *newRefill(defero::pages::LocalHeap *h, unsigned 
 DEFERO_ALWAYS_INLINE void *newFast(std::size_t size) {
   return defero::mallocFastOr(size, newMiss, newRefill);
 }
+// operator new(size), one object: the same, but a one-shot hint pending
+// (the fast path closed: noFastHeap) takes mallocFullNode, whose node may
+// take a node class (kbit::nodeClassOf: the same slots as the fused
+// entry's, so the stl-patch headers and the plugin place alike).
+__attribute__((noinline)) void *newObjectRefill(defero::pages::LocalHeap *h, unsigned cls,
+                                                std::size_t size) {
+  void *p = h == defero::noFastHeap() ? defero::mallocFullNode(size)
+                                      : defero::mallocRefill(h, cls, size);
+  if (p)
+    return p;
+  return defero::newSlow(size, 0, false);
+}
+DEFERO_ALWAYS_INLINE void *newObjectFast(std::size_t size) {
+  return defero::mallocFastOr(size, newMiss, newObjectRefill);
+}
 
 void *newNoThrow(std::size_t size, std::size_t align) noexcept {
   if (!align)
@@ -152,7 +167,7 @@ DEFERO_ALWAYS_INLINE void deleteIt(void *p) noexcept {
 
 #define DEFERO_NEW __attribute__((visibility("default")))
 
-DEFERO_NEW void *operator new(std::size_t n) { return newFast(n); }
+DEFERO_NEW void *operator new(std::size_t n) { return newObjectFast(n); }
 DEFERO_NEW void *operator new[](std::size_t n) { return newFast(n); }
 DEFERO_NEW void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
   return newNoThrow(n, 0);

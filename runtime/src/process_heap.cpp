@@ -152,7 +152,7 @@ void ProcessHeap::sweepOrphans() {
 
 // --- allocation -----------------------------------------------------------
 
-void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
+void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh, bool node) {
   LocalHeap *h = heap();
   if (__builtin_expect(!h, 0)) {
     errno = ENOMEM;
@@ -174,7 +174,8 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
   if (sz > kMidMin && !hint.kind)
     if (void *p = mallocMid(h, sz))
       return p;
-  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  const unsigned cls = node && hint.kind && sz <= kMaxFast ? fusedClassOf(sz)
+                                                           : kbit::classOf(sz + kCanaryBytes);
   void *p = hint.kind ? hinted(h, sz, cls, hint) : h->malloc(cls);
   if (__builtin_expect(!p, 0)) // the small-object window is full
     return mallocLarge(h, sz, os::kPageBytes, fresh);
@@ -186,7 +187,7 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh) {
 void *ProcessHeap::mallocHintedOpen(LocalHeap *h, std::size_t sz, const PendingHint &hint) {
   if (__builtin_expect(h->hint.kind != kHintNone, 0))
     takeHint(h);
-  const unsigned cls = kbit::classOf(sz + kCanaryBytes);
+  const unsigned cls = sz <= kMaxFast ? fusedClassOf(sz) : kbit::classOf(sz + kCanaryBytes);
   void *p = hinted(h, sz, cls, hint);
   if (__builtin_expect(!p, 0)) // the small-object window is full
     return mallocLarge(h, sz, os::kPageBytes, nullptr);
@@ -544,7 +545,9 @@ long long ProcessHeap::classOf(const void *p) {
                                 (32 - cfg_.k));
 }
 
-void *mallocSlowEntry(std::size_t sz) { return processHeap().mallocSlow(sz, nullptr); }
+void *mallocSlowEntry(std::size_t sz, bool node) {
+  return processHeap().mallocSlow(sz, nullptr, node);
+}
 
 void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
   if (h == noFastHeap()) // the thread's first call, a pending hint, ...

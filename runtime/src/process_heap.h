@@ -152,18 +152,12 @@ DEFERO_ALWAYS_INLINE void finishSmall(LocalHeap *h, void *p, unsigned cls) {
 /// else the full path.
 __attribute__((noinline)) void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz);
 
-/// malloc's fast path: a request of up to kMaxFast bytes from the word
-/// cache of the calling thread's heap, refilled straight from its spans
-/// when empty; anything else goes to `miss(sz)`. Every call is a tail
-/// call, so a hit needs no stack frame and no null test.
-/// `refill(h, cls, sz)` takes the empty cache's case (mallocRefill, or a
-/// caller's wrapper of it that must not return null: operator new).
-template <class Miss, class Refill = decltype(&mallocRefill)>
-DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss, Refill refill = mallocRefill) {
-  LocalHeap *h = tls.fast;
-  if (__builtin_expect(sz > kMaxFast, 0))
-    return miss(sz);
-  const std::size_t off = LocalHeap::kCacheOffset[(sz + kCanaryBytes + 15) / 16];
+/// The fast path's take from the word cache at byte offset `off` of h's
+/// (its class's): the head of its free list, else its word's lowest slot;
+/// an empty cache goes to `refill(h, cls, sz)`.
+template <class Refill>
+DEFERO_ALWAYS_INLINE void *mallocCached(LocalHeap *h, std::size_t off, std::size_t sz,
+                                        Refill refill) {
   LocalHeap::WordCache *c = h->cacheAt(off);
   // One register holds the cache (GCC would otherwise compute its address
   // twice: two more instructions on every malloc).
@@ -181,6 +175,44 @@ DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss, Refill refill
   if constexpr (kCanaryBytes != 0)
     finishSmall(h, p, LocalHeap::classAt(off));
   return p;
+}
+
+/// malloc's fast path: a request of up to kMaxFast bytes from the word
+/// cache of the calling thread's heap, refilled straight from its spans
+/// when empty; anything else goes to `miss(sz)`. Every call is a tail
+/// call, so a hit needs no stack frame and no null test.
+/// `refill(h, cls, sz)` takes the empty cache's case (mallocRefill, or a
+/// caller's wrapper of it that must not return null: operator new).
+template <class Miss, class Refill = decltype(&mallocRefill)>
+DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss, Refill refill = mallocRefill) {
+  LocalHeap *h = tls.fast;
+  if (__builtin_expect(sz > kMaxFast, 0))
+    return miss(sz);
+  return mallocCached(h, LocalHeap::kCacheOffset[(sz + kCanaryBytes + 15) / 16], sz, refill);
+}
+
+/// The class of a hinted container node of sz bytes (at most kMaxFast)
+/// that operator new of one object makes (the fused entry's, or operator
+/// new's with a one-shot hint pending): the node class for 33-40 bytes
+/// (kbit::nodeClassOf: 40 bytes, 8-byte aligned), or in the checked build,
+/// whose blocks end with a canary, the request's class.
+DEFERO_ALWAYS_INLINE unsigned fusedClassOf(std::size_t sz) {
+  if constexpr (kCanaryBytes == 0)
+    return kbit::kNodeTable[(sz + 7) / 8];
+  return kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
+}
+
+/// mallocFastOr for a hinted node of one object: the node class's slot for
+/// 33-40 bytes (fusedClassOf), else malloc's. The same instructions
+/// (another table).
+template <class Miss, class Refill = decltype(&mallocRefill)>
+DEFERO_ALWAYS_INLINE void *mallocNodeOr(std::size_t sz, Miss miss, Refill refill = mallocRefill) {
+  if constexpr (kCanaryBytes != 0)
+    return mallocFastOr(sz, miss, refill);
+  LocalHeap *h = tls.fast;
+  if (__builtin_expect(sz > kMaxFast, 0))
+    return miss(sz);
+  return mallocCached(h, LocalHeap::kNodeCacheOffset[(sz + 7) / 8], sz, refill);
 }
 
 /// mallocFastOr with nullptr on a miss: then take ProcessHeap::malloc.
@@ -381,10 +413,17 @@ DEFERO_ALWAYS_INLINE void *takeAboveRecent(LocalHeap::Recent &r, const void *nod
 /// and __defero_container_policy ends the calling thread's continuation of
 /// that container's (another thread's ends at its next placement off this
 /// path).
+template <bool kOneShot = false>
 DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz, int kind,
                                             const void *container, const void *where,
                                             int side) {
   SlotPage *pg = r.page;
+  // A one-shot hint's block is malloc's or operator new's (maybe an
+  // array's), which owe 16-byte alignment: it never continues a fused
+  // node's streak in a node class (the only slots of 8 mod 16 bytes: a
+  // test of a field read below anyway, two instructions).
+  if (kOneShot && (pg->slot_bytes & 8) != 0)
+    return nullptr;
   const std::uint64_t i = r.slot, n = i + 1;
   // (No bound test: slot n is the one above a slot of pg, at most the
   // bitmap's last word's first, which is always 0, taken; kNoPage, no
@@ -417,15 +456,16 @@ DEFERO_ALWAYS_INLINE void *placeAfterRecent(LocalHeap::Recent &r, std::size_t sz
   return nullptr;
 }
 
-/// Places a block of up to kMaxFast bytes beside a neighbour or tree
+/// Places a block of up to kMaxFast bytes, of class cls (the request's,
+/// or for the fused entry fusedClassOf's), beside a neighbour or tree
 /// hint's anchor when the anchor is a block of h (the calling thread's
-/// heap) of the same class with a free slot within a line or two of it
+/// heap) of that class with a free slot within a line or two of it
 /// (below it first for a node linked before it, above it first for the
 /// others). nullptr: take the full path (with hint.searched set when it
 /// searched and found no free slot, so that the full path does not search
 /// again). Counts the allocation; does not touch h's pending hint.
-DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint &hint) {
-  const unsigned cls = kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
+DEFERO_ALWAYS_INLINE void *placeBeside(LocalHeap *h, std::size_t sz, PendingHint &hint,
+                                       unsigned cls) {
   SlotPage *pg;
   unsigned i;
   if (hint.where == h->recent.node && h->recent.page != &pages::kNoPage) {
@@ -490,15 +530,18 @@ DEFERO_ALWAYS_INLINE bool fastAnchor(const LocalHeap *h, PendingHint &hint) {
 }
 
 /// The hinted allocation's fast path: the calling thread's pending hint,
-/// placed by placeBeside. nullptr: take the full path.
-DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
+/// placed by placeBeside. nullptr: take the full path. kNode: the block
+/// is one node made by operator new (not an array's, not malloc's), which
+/// may take a node class (fusedClassOf).
+template <bool kNode = false> DEFERO_ALWAYS_INLINE void *mallocHintedFast(std::size_t sz) {
   LocalHeap *h = tls.heap;
   if (__builtin_expect(h == nullptr || sz > kMaxFast, 0))
     return nullptr;
   PendingHint hint = h->hint;
   if (__builtin_expect(!fastAnchor(h, hint) || !hintFastPathOpen(h), 0))
     return nullptr;
-  void *p = placeBeside(h, sz, hint);
+  void *p = placeBeside(h, sz, hint,
+                        kNode ? fusedClassOf(sz) : kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16]);
   if (p) {
     h->hint.kind = kHintNone;
     tls.fast = h;
@@ -525,7 +568,9 @@ public:
       freeSlow(p, call);
   }
 
-  void *mallocSlow(std::size_t sz, bool *fresh);
+  /// kNode: one node made by operator new with a hint pending, which may
+  /// take a node class (fusedClassOf).
+  void *mallocSlow(std::size_t sz, bool *fresh, bool node = false);
   /// A hinted small block (sz <= kMaxFast) for h, the calling thread's
   /// heap, whose hinted fast path is open (hintFastPathOpen: no real-time
   /// heap, no trace): ProcessHeap::hinted's placement without a pending
@@ -706,9 +751,12 @@ ProcessHeap &processHeap();
 /// malloc's and free's full paths behind their fast paths: out of line, so
 /// the fast path keeps no register across a call.
 __attribute__((noinline)) void *mallocFull(std::size_t sz);
+/// mallocFull for operator new of one object (not an array): a one-shot
+/// hint's node may take a node class, as the fused entry's does.
+__attribute__((noinline)) void *mallocFullNode(std::size_t sz);
 /// ProcessHeap::mallocSlow for the calling thread, out of line (the hint
 /// channel's one-shot paths end in it).
-__attribute__((noinline)) void *mallocSlowEntry(std::size_t sz);
+__attribute__((noinline)) void *mallocSlowEntry(std::size_t sz, bool node = false);
 __attribute__((noinline)) void freeFull(void *p, const char *call);
 
 } // namespace defero

@@ -1637,6 +1637,59 @@ void fillInTurn(std::vector<FakeList> &lists, std::size_t from, std::size_t step
 
 } // namespace
 
+// A hinted node of 33-40 bytes made by operator new of one object (here
+// the fused entry) takes the 40-byte node class: 8-byte aligned, packed 40
+// bytes apart. malloc's blocks of those sizes, hinted or not, keep 48-byte
+// slots and 16-byte alignment, and a one-shot hint's malloc naming a node
+// of the node class as its neighbour does not continue there.
+TEST(CApiHints, AFusedNodeOf33To40BytesTakesTheNodeClassAndMallocsBlocksNever) {
+  requireAutoPolicy();
+  FakeList fused, one_shot;
+  bool off16 = false;
+  int above = 0;
+  for (int i = 0; i < 64; ++i) {
+    void *tail = fused.link[1];
+    void *p = fused.pushBack(true, 40);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(defero_usable_size(p), 40u) << "node " << i;
+    EXPECT_EQ(addr(p) % 8, 0u) << "node " << i;
+    off16 |= addr(p) % 16 != 0;
+    above += i > 0 && addr(p) == addr(tail) + 40;
+  }
+  EXPECT_TRUE(off16) << "40-byte slots: every other one lies 8 bytes off a 16-byte boundary";
+  EXPECT_GE(above, 56) << "push_backs right above their tail, of 63";
+  // A one-shot hint's malloc after the fused list's tail: malloc's slot.
+  __defero_hint_neighbor(&fused, fused.link[1]);
+  void *m = defero_malloc(40);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(defero_usable_size(m), 48u);
+  EXPECT_EQ(addr(m) % 16, 0u);
+  defero_free(m);
+  for (int i = 0; i < 64; ++i) {
+    void *p = one_shot.pushBack(false, 33 + i % 8);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(defero_usable_size(p), 48u) << "one-shot node " << i;
+    EXPECT_EQ(addr(p) % 16, 0u) << "one-shot node " << i;
+    void *q = defero_malloc(33 + i % 8);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(defero_usable_size(q), 48u);
+    EXPECT_EQ(addr(q) % 16, 0u);
+    defero_free(q);
+  }
+  // Only 33-40 bytes: a fused node of 32 or 41 bytes takes malloc's class.
+  FakeList small, large;
+  for (int i = 0; i < 4; ++i) {
+    void *a = small.pushBack(true, 32), *b = large.pushBack(true, 41);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(defero_usable_size(a), 32u);
+    EXPECT_EQ(defero_usable_size(b), 48u);
+    EXPECT_EQ(addr(a) % 16, 0u);
+    EXPECT_EQ(addr(b) % 16, 0u);
+  }
+  for (FakeList *l : {&fused, &one_shot, &small, &large})
+    l->clear();
+}
+
 // Lists filled in turn (each insert hops from another list) keep each
 // list's nodes in two cache lines: an empty list's first node opens a cell
 // of 128 bytes that its next nodes fill, however many lists are filled

@@ -156,6 +156,17 @@ std::size_t classSlot(std::size_t sz) {
   return defero::kbit::kClassBytes[defero::kbit::classOf(sz + kCanaryBytes)];
 }
 
+/// The slot a hinted node of sz bytes made by the fused entry may take
+/// besides classSlot(sz): the node class's (33-40 bytes, 8-byte aligned;
+/// not in the checked build), or 0. (It takes classSlot's when it
+/// continues a streak of the request's class, which the one-shot route
+/// through defero_malloc, never in the node class, may have begun.)
+std::size_t nodeSlot(std::size_t sz) {
+  if (kCanaryBytes != 0 || defero::kbit::nodeClassOf(sz) != defero::kbit::kNodeClass40)
+    return 0;
+  return defero::kbit::kClassBytes[defero::kbit::kNodeClass40];
+}
+
 // libstdc++'s _Rb_tree_node_base and a key after it.
 struct RbNode {
   int color;
@@ -329,7 +340,9 @@ private:
   bool ok() const { return !failed_; }
 
   // --- the model's blocks -------------------------------------------------------
-  void adopt(void *p, std::size_t sz, Role role, std::uint32_t from, bool hinted);
+  /// fused: a hinted node made by __defero_new_hinted (nodeSlot).
+  void adopt(void *p, std::size_t sz, Role role, std::uint32_t from, bool hinted,
+             bool fused = false);
   void release(void *p);
   void *allocPlain(std::size_t sz, Role role, std::uint32_t from);
   bool liveAt(const void *p) const { return live_.count(addr(p)) != 0; }
@@ -482,17 +495,21 @@ void Driver::fail(const std::string &what) {
 
 // --- blocks -------------------------------------------------------------------
 
-void Driver::adopt(void *p, std::size_t sz, Role role, std::uint32_t from, bool hinted) {
+void Driver::adopt(void *p, std::size_t sz, Role role, std::uint32_t from, bool hinted,
+                   bool fused) {
   MODEL_CHECK(p != nullptr, "an allocation of " << sz << " bytes returned null");
   const std::uintptr_t a = addr(p);
-  MODEL_CHECK(a % 16 == 0, p << " (" << sz << " bytes) is not 16-byte aligned");
   const std::size_t usable = defero_usable_size(p);
+  const bool in_node_class = fused && nodeSlot(sz) != 0 && usable == nodeSlot(sz);
+  // (The node class's slots are 8-byte aligned, every other block 16.)
+  MODEL_CHECK(a % (in_node_class ? 8 : 16) == 0,
+              p << " (" << sz << " bytes) is not " << (in_node_class ? 8 : 16) << "-byte aligned");
   MODEL_CHECK(usable >= sz, p << ": usable size " << usable << " < requested " << sz);
   if (sz + kCanaryBytes <= defero::kbit::kSmallTableMax)
-    MODEL_CHECK(usable + kCanaryBytes == classSlot(sz),
-                p << ": a request of " << sz << " bytes" << (hinted ? " (hinted)" : "")
-                  << " got a slot of " << usable + kCanaryBytes << ", its size class's is "
-                  << classSlot(sz));
+    MODEL_CHECK(usable + kCanaryBytes == classSlot(sz) || in_node_class,
+                p << ": a request of " << sz << " bytes"
+                  << (hinted ? fused ? " (hinted, fused)" : " (hinted)" : "") << " got a slot of "
+                  << usable + kCanaryBytes << ", its size class's is " << classSlot(sz));
   if (hinted)
     MODEL_CHECK(defero_class_of(p) >= 0, "hinted node " << p << " is not in the window");
   auto next = live_.lower_bound(a);
@@ -627,13 +644,16 @@ void *Driver::allocHinted(int kind, int cid, const void *container, const void *
       anchor = rec_.node;
     }
   }
+  // The route: the fused entry, or the one-shot hint and defero_malloc.
+  const bool fused_route = rng_() & 1;
   Expect e;
-  if (anchor && rng_() % 100 < mix_.probe_pct) {
+  // (A fused node that may take the node class has no probe: alloc_near
+  // serves malloc's classes only, and places beside an anchor of its own.)
+  if (anchor && rng_() % 100 < mix_.probe_pct && !(fused_route && nodeSlot(sz) != 0)) {
     e = probe(anchor, sz);
     if (!ok())
       return nullptr;
   }
-  const bool fused_route = rng_() & 1;
   void *p;
   if (fused_route) {
     p = __defero_new_hinted(sz, kind, container, where, side);
@@ -662,7 +682,7 @@ void *Driver::allocHinted(int kind, int cid, const void *container, const void *
   cur_.expect = e.kind;
   cur_.continuation = cont && e.kind == Expect::kExact;
   pushStep(cur_);
-  adopt(p, sz, role, from, true);
+  adopt(p, sz, role, from, true, fused_route);
   if (!ok())
     return nullptr;
 

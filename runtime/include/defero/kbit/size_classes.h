@@ -3,9 +3,25 @@
 // compile time.
 //
 // Classes: 16..256 in steps of 16, then four classes per power of two up to
-// 32 KiB. Every class size is a multiple of 16 (the malloc alignment), so a
-// chunk at span_start + i * size is 16-byte aligned; power-of-two classes
-// are aligned to their size, which aligned allocation relies on.
+// 32 KiB. Every class size but the two node classes is a multiple of 16
+// (the malloc alignment), so a chunk at span_start + i * size is 16-byte
+// aligned; power-of-two classes are aligned to their size, which aligned
+// allocation relies on.
+//
+// The node class, 40 bytes (8-byte aligned), holds only hinted container
+// nodes of 33-40 bytes made by operator new of one object: the fused entry
+// (__defero_new_hinted) or operator new with a one-shot hint pending.
+// std::set<int>'s, std::set<T*>'s and std::map<int, int>'s nodes are 40
+// bytes, in slots of 48 otherwise. A non-array operator new owes alignment
+// only to an object of the requested size ([basic.stc.dynamic.allocation]),
+// and an object of 33-40 bytes is no more than 8-byte aligned (its size is
+// a multiple of its alignment). malloc, arrays and unhinted nodes never get
+// it: kSmallTable steps by 16 bytes and skips it, as classOf does. (A
+// set<int> of 3M nodes after churn: 157 -> 131 MB of pages, for_each 63-65
+// -> 57-58 ns a node. A 24-byte class for list nodes was tried and not
+// kept: a list's first cell of two lines holds 5 slots of 24 bytes, not
+// aligned to the lines, and debruijn_net_plugin's peak RSS rose 15.8 ->
+// 16.5 MB.)
 #pragma once
 
 #include <array>
@@ -14,14 +30,17 @@
 
 namespace defero::kbit {
 
-inline constexpr std::array<std::uint32_t, 44> kClassBytes = {
-    16,    32,    48,    64,    80,    96,    112,   128,   144,
+inline constexpr std::array<std::uint32_t, 45> kClassBytes = {
+    16,    32,    40,    48,    64,    80,    96,    112,   128,   144,
     160,   176,   192,   208,   224,   240,   256,   320,   384,
     448,   512,   640,   768,   896,   1024,  1280,  1536,  1792,
     2048,  2560,  3072,  3584,  4096,  5120,  6144,  7168,  8192,
     10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768};
 
 inline constexpr unsigned kNumClasses = kClassBytes.size();
+/// The node class (see above): its index in kClassBytes.
+inline constexpr unsigned kNodeClass40 = 2;
+inline constexpr bool isNodeClass(unsigned cls) { return cls == kNodeClass40; }
 inline constexpr std::size_t kMaxSmallBytes = kClassBytes.back();
 inline constexpr std::size_t kSmallTableStep = 16;
 /// Requests up to this size find their class with one table load, and
@@ -47,7 +66,7 @@ constexpr auto makeSmallTable() {
   unsigned c = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     std::size_t bytes = i * kSmallTableStep;
-    while (kClassBytes[c] < bytes)
+    while (kClassBytes[c] < bytes || isNodeClass(c)) // (malloc's classes only)
       ++c;
     t[i] = static_cast<std::uint8_t>(c);
   }
@@ -60,14 +79,21 @@ constexpr bool classesSorted() {
   return true;
 }
 constexpr bool classesAligned() {
-  for (auto b : kClassBytes)
-    if (b % 16 != 0)
+  for (unsigned c = 0; c < kNumClasses; ++c)
+    if (kClassBytes[c] % (isNodeClass(c) ? 8 : 16) != 0 ||
+        (isNodeClass(c) && kClassBytes[c] % 16 == 0))
       return false;
   return true;
 }
 } // namespace detail
 
 inline constexpr auto kSmallTable = detail::makeSmallTable();
+static_assert([] {
+  for (auto c : kSmallTable)
+    if (isNodeClass(c))
+      return false;
+  return true;
+}(), "malloc's table never names a node class");
 
 /// Division by a class size without a divide instruction: for offsets below
 /// 2^kMaxOffsetBits, (off * kClassReciprocal[c]) >> 48 == off / size(c).
@@ -86,12 +112,23 @@ inline constexpr std::size_t divideByClass(std::size_t off, unsigned cls) {
 static_assert(kClassBytes.back() <= (1u << 15) &&
               spanBytesFor(kClassBytes.back(), 65536) <= (1u << kMaxOffsetBits),
               "divideByClass needs offsets < 2^18 and sizes <= 2^15");
-static_assert(divideByClass(262143, 2) == 262143 / 48 &&
-              divideByClass(48 * 5461, 2) == 5461 &&
-              divideByClass(48 * 5461 - 1, 2) == 5460);
+static_assert(divideByClass(262143, 3) == 262143 / 48 &&
+              divideByClass(48 * 5461, 3) == 5461 &&
+              divideByClass(48 * 5461 - 1, 3) == 5460);
+static_assert(divideByClass(262143, kNodeClass40) == 262143 / 40 &&
+              divideByClass(40 * 6553, kNodeClass40) == 6553 &&
+              divideByClass(40 * 6553 - 1, kNodeClass40) == 6552);
 
 static_assert(detail::classesSorted(), "size classes must increase");
-static_assert(detail::classesAligned(), "size classes keep 16-byte alignment");
+static_assert(detail::classesAligned(),
+              "size classes keep 16-byte alignment, the node class 8 (and only 8)");
+static_assert(kClassBytes[kNodeClass40] == 40);
+static_assert([] {
+  for (unsigned c = 0; c < kNumClasses; ++c)
+    if (((kClassBytes[c] & 8) != 0) != isNodeClass(c))
+      return false;
+  return true;
+}(), "a slot of 8 mod 16 bytes is the node class's, and only that (the one-shot hint's test)");
 static_assert(kNumClasses < 255, "class index + 1 must fit SpanPage's byte");
 static_assert(kClassBytes[kSmallTable[1]] == 16 &&
               kClassBytes[kSmallTable[kSmallTable.size() - 1]] == kSmallTableMax);
@@ -118,9 +155,33 @@ inline constexpr unsigned alignedClassOf(std::size_t sz, std::size_t align) {
   return kNumClasses;
 }
 
-static_assert(classOf(1) == 0 && classOf(16) == 0 && classOf(17) == 1);
-static_assert(classOf(1025) == 24 && classOf(kMaxSmallBytes) == 43);
+static_assert(classOf(1) == 0 && classOf(16) == 0 && classOf(17) == 1 && classOf(33) == 3 &&
+              classOf(40) == 3);
+static_assert(classOf(1025) == 25 && classOf(kMaxSmallBytes) == 44);
+
+/// The class of a hinted container node of sz bytes made by operator new
+/// of one object: the node class for 33-40 bytes (see above), else
+/// classOf(sz). Not for a block with a canary after it (the checked
+/// build's), whose slot must be larger than sz.
+inline constexpr unsigned nodeClassOf(std::size_t sz) {
+  return sz - 33 < 8 ? kNodeClass40 : classOf(sz);
+}
+/// nodeClassOf for sz <= kSmallTableMax by one load: kNodeTable[(sz + 7) / 8].
+inline constexpr auto kNodeTable = [] {
+  std::array<std::uint8_t, kSmallTableMax / 8 + 1> t{};
+  for (std::size_t i = 0; i < t.size(); ++i)
+    t[i] = static_cast<std::uint8_t>(nodeClassOf(i * 8));
+  return t;
+}();
+static_assert(kNodeTable[(24 + 7) / 8] == 1 && kNodeTable[(32 + 7) / 8] == 1 &&
+              kNodeTable[(33 + 7) / 8] == kNodeClass40 && kNodeTable[(40 + 7) / 8] == kNodeClass40 &&
+              kNodeTable[(41 + 7) / 8] == 3 && kNodeTable[(4096 + 7) / 8] == kSmallTable.back());
+static_assert(nodeClassOf(0) == 0 && nodeClassOf(24) == 1 && nodeClassOf(32) == 1 &&
+              nodeClassOf(33) == kNodeClass40 && nodeClassOf(40) == kNodeClass40 &&
+              nodeClassOf(41) == 3);
 static_assert(kClassBytes[alignedClassOf(24, 64)] == 64);
+static_assert(kClassBytes[alignedClassOf(20, 8)] == 32 && kClassBytes[alignedClassOf(40, 16)] == 48,
+              "aligned requests never take a node class");
 static_assert(kClassBytes[alignedClassOf(100, 4096)] == 4096);
 
 } // namespace defero::kbit

@@ -80,6 +80,14 @@ public:
       t[i] = static_cast<std::uint16_t>(kbit::kSmallTable[i] * sizeof(WordCache));
     return t;
   }();
+  /// kCacheOffset for a node the fused entry makes, by (bytes + 7) / 8
+  /// (kbit::kNodeTable's class: the node class for 33-40 bytes).
+  static constexpr auto kNodeCacheOffset = [] {
+    std::array<std::uint16_t, kbit::kNodeTable.size()> t{};
+    for (std::size_t i = 0; i < t.size(); ++i)
+      t[i] = static_cast<std::uint16_t>(kbit::kNodeTable[i] * sizeof(WordCache));
+    return t;
+  }();
   /// The word cache at offset `off` (kCacheOffset) and its class.
   __attribute__((always_inline)) WordCache *cacheAt(std::size_t off) {
     return reinterpret_cast<WordCache *>(reinterpret_cast<char *>(words_) + off);
