@@ -224,9 +224,11 @@ void *ProcessHeap::hinted(LocalHeap *h, std::size_t sz, unsigned cls,
     if (!p && !hop && (pg || (down ? cs->down.span : cs->up.span)))
       p = h->takeRun(*cs, cls, down, hint.kind == kHintTree ? kTreeRunStride : 1);
   }
-  if (!p && hop && tls.fast == h && !kbit::isNodeClass(cls)) // malloc's slot (its free stack first)
+  // malloc's slot (its free stack first; the node class's by h->malloc,
+  // which takes its free stack first too)
+  if (!p && hop && tls.fast == h && !kbit::isNodeClass(cls))
     p = mallocFast(sz);
-  if (!p) // (a node class's slot: its free stack first too)
+  if (!p)
     p = h->malloc(cls);
   if (!p)
     return nullptr;

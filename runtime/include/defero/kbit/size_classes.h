@@ -3,7 +3,7 @@
 // compile time.
 //
 // Classes: 16..256 in steps of 16, then four classes per power of two up to
-// 32 KiB. Every class size but the two node classes is a multiple of 16
+// 32 KiB. Every class size but the node class's is a multiple of 16
 // (the malloc alignment), so a chunk at span_start + i * size is 16-byte
 // aligned; power-of-two classes are aligned to their size, which aligned
 // allocation relies on.
@@ -20,8 +20,7 @@
 // set<int> of 3M nodes after churn: 157 -> 131 MB of pages, for_each 63-65
 // -> 57-58 ns a node. A 24-byte class for list nodes was tried and not
 // kept: a list's first cell of two lines holds 5 slots of 24 bytes, not
-// aligned to the lines, and debruijn_net_plugin's peak RSS rose 15.8 ->
-// 16.5 MB.)
+// aligned to the lines: README, thirty-first session.)
 #pragma once
 
 #include <array>
