@@ -193,8 +193,8 @@ DEFERO_ALWAYS_INLINE void *mallocFastOr(std::size_t sz, Miss miss, Refill refill
 
 /// The class of a hinted container node of sz bytes (at most kMaxFast)
 /// that operator new of one object makes (the fused entry's, or operator
-/// new's with a one-shot hint pending): the node class for 33-40 bytes
-/// (kbit::nodeClassOf: 40 bytes, 8-byte aligned), or in the checked build,
+/// new's with a one-shot hint pending): a node class for 17-24 and 33-40
+/// bytes (kbit::nodeClassOf: 8-byte aligned), or in the checked build,
 /// whose blocks end with a canary, the request's class.
 DEFERO_ALWAYS_INLINE unsigned fusedClassOf(std::size_t sz) {
   if constexpr (kCanaryBytes == 0)
@@ -202,8 +202,8 @@ DEFERO_ALWAYS_INLINE unsigned fusedClassOf(std::size_t sz) {
   return kbit::kSmallTable[(sz + kCanaryBytes + 15) / 16];
 }
 
-/// mallocFastOr for a hinted node of one object: the node class's slot for
-/// 33-40 bytes (fusedClassOf), else malloc's. The same instructions
+/// mallocFastOr for a hinted node of one object: a node class's slot for
+/// 17-24 and 33-40 bytes (fusedClassOf), else malloc's. The same instructions
 /// (another table).
 template <class Miss, class Refill = decltype(&mallocRefill)>
 DEFERO_ALWAYS_INLINE void *mallocNodeOr(std::size_t sz, Miss miss, Refill refill = mallocRefill) {

@@ -1639,9 +1639,10 @@ void fillInTurn(std::vector<FakeList> &lists, std::size_t from, std::size_t step
 
 // A hinted node of 33-40 bytes made by operator new of one object (here
 // the fused entry) takes the 40-byte node class: 8-byte aligned, packed 40
-// bytes apart. malloc's blocks of those sizes, hinted or not, keep 48-byte
-// slots and 16-byte alignment, and a one-shot hint's malloc naming a node
-// of the node class as its neighbour does not continue there.
+// bytes apart (and one of 17-24 bytes the 24-byte class). malloc's blocks
+// of those sizes, hinted or not, keep 48-byte (32-byte) slots and 16-byte
+// alignment, and a one-shot hint's malloc naming a node of the node class
+// as its neighbour does not continue there.
 TEST(CApiHints, AFusedNodeOf33To40BytesTakesTheNodeClassAndMallocsBlocksNever) {
   requireAutoPolicy();
   FakeList fused, one_shot;
@@ -1676,17 +1677,23 @@ TEST(CApiHints, AFusedNodeOf33To40BytesTakesTheNodeClassAndMallocsBlocksNever) {
     EXPECT_EQ(addr(q) % 16, 0u);
     defero_free(q);
   }
-  // Only 33-40 bytes: a fused node of 32 or 41 bytes takes malloc's class.
-  FakeList small, large;
+  // 17-24 bytes: the 24-byte class; 16, 32 and 41 bytes: malloc's.
+  FakeList tiny, small, large, l24, one_shot24;
   for (int i = 0; i < 4; ++i) {
-    void *a = small.pushBack(true, 32), *b = large.pushBack(true, 41);
-    ASSERT_TRUE(a && b);
+    void *t = tiny.pushBack(true, 16), *a = small.pushBack(true, 32),
+         *b = large.pushBack(true, 41), *c = l24.pushBack(true, 17 + i * 2),
+         *d = one_shot24.pushBack(false, 24);
+    ASSERT_TRUE(t && a && b && c && d);
+    EXPECT_EQ(defero_usable_size(t), 16u);
     EXPECT_EQ(defero_usable_size(a), 32u);
     EXPECT_EQ(defero_usable_size(b), 48u);
-    EXPECT_EQ(addr(a) % 16, 0u);
-    EXPECT_EQ(addr(b) % 16, 0u);
+    EXPECT_EQ(defero_usable_size(c), 24u);
+    EXPECT_EQ(defero_usable_size(d), 32u);
+    EXPECT_EQ(addr(t) % 16 + addr(a) % 16 + addr(b) % 16 + addr(d) % 16, 0u);
+    EXPECT_EQ(addr(c) % 8, 0u);
   }
-  for (FakeList *l : {&fused, &one_shot, &small, &large})
+  EXPECT_TRUE(l24.inOneCell()) << "a 24-byte list's first four nodes in one pair of lines";
+  for (FakeList *l : {&fused, &one_shot, &tiny, &small, &large, &l24, &one_shot24})
     l->clear();
 }
 

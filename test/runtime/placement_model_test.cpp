@@ -157,14 +157,15 @@ std::size_t classSlot(std::size_t sz) {
 }
 
 /// The slot a hinted node of sz bytes made by the fused entry may take
-/// besides classSlot(sz): the node class's (33-40 bytes, 8-byte aligned;
-/// not in the checked build), or 0. (It takes classSlot's when it
+/// besides classSlot(sz): its node class's (17-24 and 33-40 bytes, 8-byte
+/// aligned; not in the checked build), or 0. (It takes classSlot's when it
 /// continues a streak of the request's class, which the one-shot route
-/// through defero_malloc, never in the node class, may have begun.)
+/// through defero_malloc, never in a node class, may have begun.)
 std::size_t nodeSlot(std::size_t sz) {
-  if (kCanaryBytes != 0 || defero::kbit::nodeClassOf(sz) != defero::kbit::kNodeClass40)
+  const unsigned cls = defero::kbit::nodeClassOf(sz);
+  if (kCanaryBytes != 0 || !defero::kbit::isNodeClass(cls))
     return 0;
-  return defero::kbit::kClassBytes[defero::kbit::kNodeClass40];
+  return defero::kbit::kClassBytes[cls];
 }
 
 // libstdc++'s _Rb_tree_node_base and a key after it.

@@ -3,24 +3,23 @@
 // compile time.
 //
 // Classes: 16..256 in steps of 16, then four classes per power of two up to
-// 32 KiB. Every class size but the node class's is a multiple of 16
+// 32 KiB. Every class size but the node classes' is a multiple of 16
 // (the malloc alignment), so a chunk at span_start + i * size is 16-byte
 // aligned; power-of-two classes are aligned to their size, which aligned
 // allocation relies on.
 //
-// The node class, 40 bytes (8-byte aligned), holds only hinted container
-// nodes of 33-40 bytes made by operator new of one object: the fused entry
-// (__defero_new_hinted) or operator new with a one-shot hint pending.
-// std::set<int>'s, std::set<T*>'s and std::map<int, int>'s nodes are 40
-// bytes, in slots of 48 otherwise. A non-array operator new owes alignment
+// The node classes, 24 and 40 bytes (8-byte aligned), hold only hinted
+// container nodes of 17-24 and 33-40 bytes made by operator new of one
+// object: the fused entry (__defero_new_hinted) or operator new with a
+// one-shot hint pending. std::list<int>'s and std::list<T*>'s nodes are 24
+// bytes, std::set<int>'s, std::set<T*>'s and std::map<int, int>'s 40, in
+// slots of 32 and 48 otherwise. A non-array operator new owes alignment
 // only to an object of the requested size ([basic.stc.dynamic.allocation]),
-// and an object of 33-40 bytes is no more than 8-byte aligned (its size is
-// a multiple of its alignment). malloc, arrays and unhinted nodes never get
-// it: kSmallTable steps by 16 bytes and skips it, as classOf does. (A
-// set<int> of 3M nodes after churn: 157 -> 131 MB of pages, for_each 63-65
-// -> 57-58 ns a node. A 24-byte class for list nodes was tried and not
-// kept: a list's first cell of two lines holds 5 slots of 24 bytes, not
-// aligned to the lines: README, thirty-first session.)
+// and an object of 17-24 or 33-40 bytes is no more than 8-byte aligned
+// (its size is a multiple of its alignment). malloc, arrays and unhinted
+// nodes never get them: kSmallTable steps by 16 bytes and skips them, as
+// classOf does. (A set<int> of 3M nodes after churn: 157 -> 131 MB of
+// pages, for_each 63-65 -> 57-58 ns a node.)
 #pragma once
 
 #include <array>
@@ -29,17 +28,18 @@
 
 namespace defero::kbit {
 
-inline constexpr std::array<std::uint32_t, 45> kClassBytes = {
-    16,    32,    40,    48,    64,    80,    96,    112,   128,   144,
+inline constexpr std::array<std::uint32_t, 46> kClassBytes = {
+    16,    24,    32,    40,    48,    64,    80,    96,    112,   128,   144,
     160,   176,   192,   208,   224,   240,   256,   320,   384,
     448,   512,   640,   768,   896,   1024,  1280,  1536,  1792,
     2048,  2560,  3072,  3584,  4096,  5120,  6144,  7168,  8192,
     10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768};
 
 inline constexpr unsigned kNumClasses = kClassBytes.size();
-/// The node class (see above): its index in kClassBytes.
-inline constexpr unsigned kNodeClass40 = 2;
-inline constexpr bool isNodeClass(unsigned cls) { return cls == kNodeClass40; }
+/// The node classes (see above): their indices in kClassBytes.
+inline constexpr unsigned kNodeClass24 = 1, kNodeClass40 = 3;
+inline constexpr bool isNodeClass(unsigned cls) { return (cls | 2) == 3; } // (1 or 3)
+static_assert(kNodeClass24 == 1 && kNodeClass40 == 3, "isNodeClass's test");
 inline constexpr std::size_t kMaxSmallBytes = kClassBytes.back();
 inline constexpr std::size_t kSmallTableStep = 16;
 /// Requests up to this size find their class with one table load, and
@@ -111,23 +111,25 @@ inline constexpr std::size_t divideByClass(std::size_t off, unsigned cls) {
 static_assert(kClassBytes.back() <= (1u << 15) &&
               spanBytesFor(kClassBytes.back(), 65536) <= (1u << kMaxOffsetBits),
               "divideByClass needs offsets < 2^18 and sizes <= 2^15");
-static_assert(divideByClass(262143, 3) == 262143 / 48 &&
-              divideByClass(48 * 5461, 3) == 5461 &&
-              divideByClass(48 * 5461 - 1, 3) == 5460);
+static_assert(divideByClass(262143, 4) == 262143 / 48 &&
+              divideByClass(48 * 5461, 4) == 5461 &&
+              divideByClass(48 * 5461 - 1, 4) == 5460);
 static_assert(divideByClass(262143, kNodeClass40) == 262143 / 40 &&
               divideByClass(40 * 6553, kNodeClass40) == 6553 &&
-              divideByClass(40 * 6553 - 1, kNodeClass40) == 6552);
+              divideByClass(40 * 6553 - 1, kNodeClass40) == 6552 &&
+              divideByClass(24 * 10922, kNodeClass24) == 10922 &&
+              divideByClass(24 * 10922 - 1, kNodeClass24) == 10921);
 
 static_assert(detail::classesSorted(), "size classes must increase");
 static_assert(detail::classesAligned(),
-              "size classes keep 16-byte alignment, the node class 8 (and only 8)");
-static_assert(kClassBytes[kNodeClass40] == 40);
+              "size classes keep 16-byte alignment, the node classes 8 (and only 8)");
+static_assert(kClassBytes[kNodeClass24] == 24 && kClassBytes[kNodeClass40] == 40);
 static_assert([] {
   for (unsigned c = 0; c < kNumClasses; ++c)
     if (((kClassBytes[c] & 8) != 0) != isNodeClass(c))
       return false;
   return true;
-}(), "a slot of 8 mod 16 bytes is the node class's, and only that (the one-shot hint's test)");
+}(), "a slot of 8 mod 16 bytes is a node class's, and only that (the one-shot hint's test)");
 static_assert(kNumClasses < 255, "class index + 1 must fit SpanPage's byte");
 static_assert(kClassBytes[kSmallTable[1]] == 16 &&
               kClassBytes[kSmallTable[kSmallTable.size() - 1]] == kSmallTableMax);
@@ -154,16 +156,16 @@ inline constexpr unsigned alignedClassOf(std::size_t sz, std::size_t align) {
   return kNumClasses;
 }
 
-static_assert(classOf(1) == 0 && classOf(16) == 0 && classOf(17) == 1 && classOf(33) == 3 &&
-              classOf(40) == 3);
-static_assert(classOf(1025) == 25 && classOf(kMaxSmallBytes) == 44);
+static_assert(classOf(1) == 0 && classOf(16) == 0 && classOf(17) == 2 && classOf(24) == 2 &&
+              classOf(33) == 4 && classOf(40) == 4);
+static_assert(classOf(1025) == 26 && classOf(kMaxSmallBytes) == 45);
 
 /// The class of a hinted container node of sz bytes made by operator new
-/// of one object: the node class for 33-40 bytes (see above), else
+/// of one object: a node class for 17-24 and 33-40 bytes (see above), else
 /// classOf(sz). Not for a block with a canary after it (the checked
 /// build's), whose slot must be larger than sz.
 inline constexpr unsigned nodeClassOf(std::size_t sz) {
-  return sz - 33 < 8 ? kNodeClass40 : classOf(sz);
+  return sz - 17 < 8 ? kNodeClass24 : sz - 33 < 8 ? kNodeClass40 : classOf(sz);
 }
 /// nodeClassOf for sz <= kSmallTableMax by one load: kNodeTable[(sz + 7) / 8].
 inline constexpr auto kNodeTable = [] {
@@ -172,12 +174,15 @@ inline constexpr auto kNodeTable = [] {
     t[i] = static_cast<std::uint8_t>(nodeClassOf(i * 8));
   return t;
 }();
-static_assert(kNodeTable[(24 + 7) / 8] == 1 && kNodeTable[(32 + 7) / 8] == 1 &&
-              kNodeTable[(33 + 7) / 8] == kNodeClass40 && kNodeTable[(40 + 7) / 8] == kNodeClass40 &&
-              kNodeTable[(41 + 7) / 8] == 3 && kNodeTable[(4096 + 7) / 8] == kSmallTable.back());
-static_assert(nodeClassOf(0) == 0 && nodeClassOf(24) == 1 && nodeClassOf(32) == 1 &&
+static_assert(kNodeTable[(16 + 7) / 8] == 0 && kNodeTable[(17 + 7) / 8] == kNodeClass24 &&
+              kNodeTable[(24 + 7) / 8] == kNodeClass24 && kNodeTable[(25 + 7) / 8] == 2 &&
+              kNodeTable[(32 + 7) / 8] == 2 && kNodeTable[(33 + 7) / 8] == kNodeClass40 &&
+              kNodeTable[(40 + 7) / 8] == kNodeClass40 && kNodeTable[(41 + 7) / 8] == 4 &&
+              kNodeTable[(4096 + 7) / 8] == kSmallTable.back());
+static_assert(nodeClassOf(0) == 0 && nodeClassOf(16) == 0 && nodeClassOf(17) == kNodeClass24 &&
+              nodeClassOf(24) == kNodeClass24 && nodeClassOf(25) == 2 && nodeClassOf(32) == 2 &&
               nodeClassOf(33) == kNodeClass40 && nodeClassOf(40) == kNodeClass40 &&
-              nodeClassOf(41) == 3);
+              nodeClassOf(41) == 4);
 static_assert(kClassBytes[alignedClassOf(24, 64)] == 64);
 static_assert(kClassBytes[alignedClassOf(20, 8)] == 32 && kClassBytes[alignedClassOf(40, 16)] == 48,
               "aligned requests never take a node class");

@@ -56,7 +56,7 @@ public:
   }
 
   /// Slots within one or two cache lines of a slot: ceil(128 / size); the
-  /// node class's, 3 (not 4: a reach that is a power of two takes
+  /// 40-byte node class's, 3 (not 4: a reach that is a power of two takes
   /// findBeside's aligned cells first, which do not line up in 40-byte
   /// slots; with 4, a set's build took 20 more instructions an insert).
   static constexpr auto kLineReach = [] {
@@ -69,7 +69,7 @@ public:
     }
     return r;
   }();
-  static_assert(kLineReach[kbit::kNodeClass40] == 3);
+  static_assert(kLineReach[kbit::kNodeClass24] == 6 && kLineReach[kbit::kNodeClass40] == 3);
   static unsigned lineReach(unsigned cls) { return kLineReach[cls]; }
 
   /// The span of this heap and class cls holding `anchor`, or nullptr.
@@ -249,7 +249,12 @@ public:
   /// `bytes` = kGrownCellBytes: the grown cell of a list whose cell is
   /// full (hint_channel.cpp), ceil(512 / slot size) slots, at most a word's.
   static constexpr unsigned kCellBytes = 128, kGrownCellBytes = 512;
+  /// (The 24-byte node class: SlotPage::kCell24, a cell of 4 or 5 slots in
+  /// an aligned pair of lines; a grown cell 16 slots, 384 bytes, a period of
+  /// its pairs.)
   static constexpr unsigned cellSlots(unsigned cls, unsigned bytes) {
+    if (cls == kbit::kNodeClass24)
+      return bytes <= kCellBytes ? SlotPage::kCell24 : 16;
     const unsigned g = (bytes + kbit::kClassBytes[cls] - 1) / kbit::kClassBytes[cls];
     return g < kWordBits ? g : kWordBits;
   }
@@ -269,7 +274,7 @@ public:
       const bool churn = !growing(cls);
       if (churn)
         if (SlotPage *q = this->takeWithGroup(cls, g, j)) {
-          void *p = openCell(c, q, j, g, bytes);
+          void *p = openCell(c, q, j, cellLength(q, j, g), bytes);
           retireRun(q);
           return p;
         }
@@ -291,9 +296,18 @@ public:
       rp->run_cursor = 0;
       rp->run_top = static_cast<std::uint16_t>(rp->slots);
     }
-    if (j + g > rp->run_cursor)
-      rp->run_cursor = static_cast<std::uint16_t>(j + g);
-    return openCell(c, rp, j, g, bytes);
+    const unsigned n = cellLength(rp, j, g);
+    if (j + n > rp->run_cursor)
+      rp->run_cursor = static_cast<std::uint16_t>(j + n);
+    return openCell(c, rp, j, n, bytes);
+  }
+
+  /// The length of the cell of g slots found at slot j of sp: g, but for a
+  /// cell of the 24-byte class (SlotPage::cell24Slots).
+  static unsigned cellLength(const SlotPage *sp, unsigned j, unsigned g) {
+    return g == SlotPage::kCell24 && sp->slot_bytes == 24 && sp->start % 128 == 0
+               ? SlotPage::cell24Slots(j)
+               : g;
   }
 
   /// This thread's record of container c; nullptr if the table cannot be

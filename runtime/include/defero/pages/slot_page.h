@@ -299,6 +299,34 @@ struct alignas(64) SlotPage {
     return static_cast<std::uint64_t>((static_cast<Wide>(off) * inverse) >> 64);
   }
 
+  /// The 24-byte node class's cells: a span's slot 0 lies on a 128-byte
+  /// boundary (its colour is a multiple of 128), so slot k lies 24k bytes
+  /// past one, and in each period of 16 slots (384 bytes, three pairs of
+  /// lines) the slots wholly inside one aligned pair of lines are 0-4, 6-9
+  /// and 11-15 (slots 5 and 10 straddle two pairs). A cell is one of those
+  /// runs of 5, 4 and 5 slots: a list's first nodes in two lines, as the
+  /// 32-byte class's cells of 4 (findFreeGroup with g = kCell24 finds one;
+  /// cell24Slots says how long the one found is).
+  static constexpr unsigned kCell24 = 5;
+  static constexpr unsigned cell24Slots(unsigned s) { return s % 16 == 6 ? 4 : 5; }
+  /// The lowest free cell of the 24-byte class in [lo, hi); kNoSlot if
+  /// none. Three masks a period, twelve a word.
+  unsigned findFreeCell24(unsigned lo, unsigned hi) const {
+    for (unsigned w = lo / kWordBits; w * kWordBits < hi; ++w) {
+      const std::uint64_t f = free[w];
+      if (f == 0)
+        continue;
+      for (unsigned p = 0; p < kWordBits; p += 16)
+        for (const unsigned s : {0u, 6u, 11u}) {
+          const unsigned at = w * kWordBits + p + s, n = cell24Slots(s);
+          const std::uint64_t m = ((std::uint64_t{1} << n) - 1) << (p + s);
+          if (at >= lo && at + n <= hi && (f & m) == m)
+            return at;
+        }
+    }
+    return kNoSlot;
+  }
+
   /// The lowest slot s in [lo, hi) such that the g slots from s are free
   /// and lie in [lo, hi) and in one bitmap word, s a multiple of g when g
   /// is a power of two (so that g slots of 128 / g bytes are two whole
@@ -310,9 +338,12 @@ struct alignas(64) SlotPage {
   /// word (the zero-byte test, x - ones & ~x & highs, with lanes of g bits;
   /// a borrow only leaves a zero lane, so the lowest flag is exact). Other
   /// g: a shift and an and per doubling of g, a tzcnt, per word.
+  /// (The 24-byte node class's cells, g = kCell24: findFreeCell24.)
   unsigned findFreeGroup(unsigned lo, unsigned hi, unsigned g) const {
     if (lo >= hi || hi - lo < g)
       return kNoSlot;
+    if (g == kCell24 && slot_bytes == 24 && start % 128 == 0)
+      return findFreeCell24(lo, hi);
     const unsigned first = lo / kWordBits, last = (hi - 1) / kWordBits;
     if ((g & (g - 1)) == 0) {
       const std::uint64_t ones = kGroupStarts[__builtin_ctz(g)], highs = ones << (g - 1);

@@ -81,7 +81,7 @@ public:
     return t;
   }();
   /// kCacheOffset for a node the fused entry makes, by (bytes + 7) / 8
-  /// (kbit::kNodeTable's class: the node class for 33-40 bytes).
+  /// (kbit::kNodeTable's class: a node class for 17-24 and 33-40 bytes).
   static constexpr auto kNodeCacheOffset = [] {
     std::array<std::uint16_t, kbit::kNodeTable.size()> t{};
     for (std::size_t i = 0; i < t.size(); ++i)
