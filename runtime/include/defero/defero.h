@@ -71,9 +71,9 @@ __attribute__((weak, nothrow)) DEFERO_API void __defero_container_policy(const v
  *  kind: 1 neighbor (where = neighbor), 2 tree (where = parent, side =
  *  insert_left), 3 container (where unused). As `::operator new` of one
  *  object it is aligned for an object of `size` bytes (C++'s rule for a
- *  non-array allocation): a node of 33-40 bytes (std::set<int>'s) may be
- *  8-byte aligned, in a 40-byte slot; so may `::operator new(size)` with a
- *  one-shot hint pending. malloc's blocks, hinted or not, are 16-byte
+ *  non-array allocation): a node of 17-24 bytes (std::list<int>'s) or
+ *  33-40 bytes (std::set<int>'s) may be 8-byte aligned, in a 24- or 40-byte
+ *  slot; so may `::operator new(size)` with a one-shot hint pending. malloc's blocks, hinted or not, are 16-byte
  *  aligned. */
 __attribute__((weak)) DEFERO_API void *__defero_new_hinted(size_t size, int kind,
                                                 const void *container,
