@@ -21,7 +21,10 @@
 // bound what placement could give: in key order, breadth-first, depth-first
 // (preorder), van Emde Boas, and blocks of three nodes (a node and its two
 // children in an aligned 128-byte block, the node in the middle slot, so
-// that its two lines hold both children), blocks in depth-first order.
+// that its two lines hold both children), blocks in depth-first order;
+// and blocks of three made at insert time (insertTimeBlocks: the same
+// inserts, a new leaf in its parent's block when there is room), which is
+// the most an allocator could keep of them while the tree rotates.
 // Pages are huge (2 MiB) for the TLB when the process's anonymous memory is
 // mostly in huge pages (as libdefero's window is), else 4 KiB; --pages
 // says which.
@@ -277,6 +280,79 @@ void layBlocks(Tree &t) {
   }
 }
 
+/// Blocks of three made at insert time, as an allocator could: the same
+/// inserts into a tree of the model's own nodes, rebalanced by libstdc++'s
+/// _Rb_tree_insert_and_rebalance; a new leaf takes the slot on its side
+/// of its parent's block when its parent is a block's middle and that slot
+/// is free, else it is the middle of a new block (blocks in insertion
+/// order). No allocator's constraints: the bound of the idea.
+Tree insertTimeBlocks(const std::vector<int> &insert) {
+  struct Cell : std::_Rb_tree_node_base {
+    int key;
+    int index;
+    std::uint64_t address;
+    bool middle, free_left, free_right;
+  };
+  using Base = std::_Rb_tree_node_base;
+  Base header{};
+  header._M_color = std::_S_red;
+  header._M_left = header._M_right = &header;
+  std::vector<Cell *> cells;
+  std::uint64_t blocks = 0;
+  for (int k : insert) {
+    Base *parent = &header;
+    bool left = true;
+    for (Base *x = header._M_parent; x;) {
+      parent = x;
+      left = k < static_cast<Cell *>(x)->key;
+      x = left ? x->_M_left : x->_M_right;
+    }
+    // A key already in the set is not inserted (std::set::insert).
+    Base *before = parent;
+    if (left)
+      before = parent == header._M_left ? nullptr : std::_Rb_tree_decrement(parent);
+    if (before && before != &header && !(static_cast<Cell *>(before)->key < k))
+      continue;
+    auto *c = new Cell{};
+    c->key = k;
+    c->index = static_cast<int>(cells.size());
+    c->_M_color = std::_S_red;
+    auto *p = parent == &header ? nullptr : static_cast<Cell *>(parent);
+    if (p && p->middle && (left ? p->free_left : p->free_right)) {
+      c->address = left ? p->address - kSlot : p->address + kSlot;
+      (left ? p->free_left : p->free_right) = false;
+    } else {
+      c->address = kBase + 128 * blocks++ + kSlot;
+      c->middle = c->free_left = c->free_right = true;
+    }
+    std::_Rb_tree_insert_and_rebalance(parent == &header || left, c, parent, header);
+    cells.push_back(c);
+  }
+  Tree t;
+  for (Cell *c : cells) {
+    auto index = [](Base *b) { return b ? static_cast<Cell *>(b)->index : -1; };
+    t.nodes.push_back(Node{index(c->_M_left), index(c->_M_right), c->key});
+    t.address.push_back(c->address);
+  }
+  t.root = header._M_parent ? static_cast<Cell *>(header._M_parent)->index : -1;
+  for (Cell *c : cells)
+    delete c;
+  return t;
+}
+
+/// The share of a tree's parent-child links whose two nodes lie in one
+/// aligned 128-byte block.
+double linksInBlock(const Tree &t) {
+  std::size_t links = 0, in = 0;
+  for (std::size_t v = 0; v < t.nodes.size(); ++v)
+    for (int c : {t.nodes[v].left, t.nodes[v].right})
+      if (c >= 0) {
+        ++links;
+        in += (t.address[v] >> 7) == (t.address[c] >> 7);
+      }
+  return links ? static_cast<double>(in) / static_cast<double>(links) : 0;
+}
+
 /// Whether most of the process's anonymous memory is in huge pages.
 bool mostlyHuge() {
   std::ifstream f("/proc/self/smaps_rollup");
@@ -373,5 +449,10 @@ int main(int argc, char **argv) {
   print("van-emde-boas", set.size(), shift, replay(t, probe, shift));
   layBlocks(t);
   print("blocks-of-three", set.size(), shift, replay(t, probe, shift));
+  std::printf("tree_model layout=blocks-of-three links_in_block=%.3f\n", linksInBlock(t));
+  const Tree cells = insertTimeBlocks(insert);
+  print("blocks-of-three-at-insert", cells.nodes.size(), shift, replay(cells, probe, shift));
+  std::printf("tree_model layout=blocks-of-three-at-insert links_in_block=%.3f\n",
+              linksInBlock(cells));
   return 0;
 }
