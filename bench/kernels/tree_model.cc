@@ -369,7 +369,7 @@ bool mostlyHuge() {
 
 [[noreturn]] void usage(const char *why) {
   std::fprintf(stderr,
-               "tree_model: %s; usage: tree_model [--tree-n=N(1..100000000)] "
+               "tree_model: %s; usage: tree_model [--tree-n=N(1..20000000)] "
                "[--seed=S] [--layouts] [--pages=auto|4k|2m]\n",
                why);
   std::exit(2);
@@ -395,7 +395,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     if (!std::strncmp(a, "--tree-n=", 9))
-      n = number(a, a + 9, 1, 100000000);
+      n = number(a, a + 9, 1, 20000000);
     else if (!std::strncmp(a, "--seed=", 7))
       seed = static_cast<unsigned>(number(a, a + 7, 0, 4294967295ull));
     else if (!std::strcmp(a, "--layouts"))
