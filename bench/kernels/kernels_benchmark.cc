@@ -47,6 +47,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "tree_kernel_input.h"
+
 #ifdef DEFERO_BENCH_ALLOCATOR
 #include "defero/allocator.h"
 #endif
@@ -300,22 +302,10 @@ template <class Alloc, bool Ideal> void BM_TreeKernel(benchmark::State &state) {
   const std::size_t n = tree_n;
   std::vector<Phases> runs;
   for (auto _ : state) {
-    std::mt19937 rng(seed + 1);
     // Warm: a set of 3N keys, a random N of them erased (the set stays).
     std::set<int> warm;
-    std::vector<int> keys(3 * n);
-    for (auto &k : keys) {
-      k = static_cast<int>(rng());
-      warm.insert(k);
-    }
-    std::shuffle(keys.begin(), keys.end(), rng);
-    for (std::size_t i = 0; i < n; ++i)
-      warm.erase(keys[i]);
-    std::vector<int> insert(n), probe(n);
-    for (auto &k : insert)
-      k = static_cast<int>(rng() % (8 * n));
-    for (auto &k : probe)
-      k = static_cast<int>(rng() % (8 * n));
+    const TreeKernelInput in = treeKernelInput(n, seed, warm);
+    const std::vector<int> &insert = in.insert, &probe = in.probe;
 
     Phases ph;
     auto s = std::make_unique<std::set<int, std::less<int>, Alloc>>();

@@ -46,6 +46,8 @@
 #include <string>
 #include <vector>
 
+#include "tree_kernel_input.h"
+
 namespace {
 
 /// A set-associative LRU cache of 64-byte lines (or of pages: any key).
@@ -409,24 +411,10 @@ int main(int argc, char **argv) {
     else
       usage((std::string("'") + a + "' is not valid").c_str());
   }
-  // The tree kernel's set (kernels_benchmark.cc, BM_TreeKernel): warm with
-  // a set of 3N keys of which a random N are erased, then N random inserts
-  // and N random probes.
-  std::mt19937 rng(seed + 1);
+  // The tree kernel's set (kernels_benchmark.cc, BM_TreeKernel).
   std::set<int> warm;
-  std::vector<int> keys(3 * n);
-  for (auto &k : keys) {
-    k = static_cast<int>(rng());
-    warm.insert(k);
-  }
-  std::shuffle(keys.begin(), keys.end(), rng);
-  for (std::size_t i = 0; i < n; ++i)
-    warm.erase(keys[i]);
-  std::vector<int> insert(n), probe(n);
-  for (auto &k : insert)
-    k = static_cast<int>(rng() % (8 * n));
-  for (auto &k : probe)
-    k = static_cast<int>(rng() % (8 * n));
+  const TreeKernelInput in = treeKernelInput(n, seed, warm);
+  const std::vector<int> &insert = in.insert, &probe = in.probe;
   std::set<int> set;
   for (int k : insert)
     set.insert(k);
