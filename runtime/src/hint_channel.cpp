@@ -46,6 +46,9 @@ constexpr unsigned kTreeRunStride = 2;
 constexpr unsigned kZoneDepthOffset = 14;
 constexpr unsigned kMaxZoneBits = 8;
 constexpr unsigned kZoneRunLevel = 5;
+// A zone's entry is (1 << bits) | zone, below 2 << kMaxZoneBits.
+static_assert((2u << kMaxZoneBits) <= pages::ContainerTable::kZoneSlots,
+              "the zones' array holds every zone's entry");
 
 /// How many leading steps of a node's path name its zone in a tree whose
 /// deepest insert seen was `depth` levels down (0: the tree's own runs).
