@@ -310,19 +310,28 @@ struct alignas(64) SlotPage {
   static constexpr unsigned kCell24 = 5;
   static constexpr unsigned cell24Slots(unsigned s) { return s % 16 == 6 ? 4 : 5; }
   /// The lowest free cell of the 24-byte class in [lo, hi); kNoSlot if
-  /// none. Three masks a period, twelve a word.
+  /// none. A word at a time: the runs of four free slots (three shifts and
+  /// ands), of five (one more), kept at the cells' starts (slots 0, 6 and
+  /// 11 of every 16) and bounded by lo and hi, then a tzcnt; about 15
+  /// instructions a word (twelve masks tested one by one took about 80).
   unsigned findFreeCell24(unsigned lo, unsigned hi) const {
+    constexpr std::uint64_t kStarts5 = 0x0801080108010801ull; // slots 0 and 11 of each 16
+    constexpr std::uint64_t kStarts4 = 0x0040004000400040ull; // slot 6 of each 16
+    static_assert(cell24Slots(0) == 5 && cell24Slots(11) == 5 && cell24Slots(6) == 4);
+    // Starts below n in a word (n may be negative or past the word).
+    const auto below = [](long n) -> std::uint64_t {
+      return n <= 0 ? 0 : n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+    };
     for (unsigned w = lo / kWordBits; w * kWordBits < hi; ++w) {
       const std::uint64_t f = free[w];
-      if (f == 0)
-        continue;
-      for (unsigned p = 0; p < kWordBits; p += 16)
-        for (const unsigned s : {0u, 6u, 11u}) {
-          const unsigned at = w * kWordBits + p + s, n = cell24Slots(s);
-          const std::uint64_t m = ((std::uint64_t{1} << n) - 1) << (p + s);
-          if (at >= lo && at + n <= hi && (f & m) == m)
-            return at;
-        }
+      const std::uint64_t run4 = f & (f >> 1) & (f >> 2) & (f >> 3);
+      const long base = static_cast<long>(w * kWordBits);
+      // (A cell of n from s ends by hi: s - base < hi - base - n + 1.)
+      std::uint64_t c = (run4 & kStarts4 & below(static_cast<long>(hi) - base - 3)) |
+                        (run4 & (f >> 4) & kStarts5 & below(static_cast<long>(hi) - base - 4));
+      c &= ~below(static_cast<long>(lo) - base);
+      if (c)
+        return static_cast<unsigned>(base) + static_cast<unsigned>(__builtin_ctzll(c));
     }
     return kNoSlot;
   }
@@ -340,10 +349,10 @@ struct alignas(64) SlotPage {
   /// g: a shift and an and per doubling of g, a tzcnt, per word.
   /// (The 24-byte node class's cells, g = kCell24: findFreeCell24.)
   unsigned findFreeGroup(unsigned lo, unsigned hi, unsigned g) const {
+    if (g == kCell24 && slot_bytes == 24 && start % 128 == 0)
+      return findFreeCell24(lo, hi); // (a cell of four fits in [lo, lo + 4))
     if (lo >= hi || hi - lo < g)
       return kNoSlot;
-    if (g == kCell24 && slot_bytes == 24 && start % 128 == 0)
-      return findFreeCell24(lo, hi);
     const unsigned first = lo / kWordBits, last = (hi - 1) / kWordBits;
     if ((g & (g - 1)) == 0) {
       const std::uint64_t ones = kGroupStarts[__builtin_ctz(g)], highs = ones << (g - 1);
