@@ -26,8 +26,9 @@ namespace defero::pages {
 /// A heap of spans: the next Current span of a class, the owner's free of
 /// a slot, live bytes published; for the placement above, the spans it
 /// cuts runs and cells from (Empty ones, mostly free ones, one made over
-/// from another class, one with a free group of slots) and the Avail list
-/// it gives a span back to; for the word cache, how many spans it took.
+/// from another class, one with a free group of slots), the Avail list it
+/// gives a span back to, and each class's slots held and most taken (for
+/// PlacementLayer::overgrown); for the word cache, how many spans it took.
 /// (The layers above also read its owner counters `count`, and the
 /// protected `totals_`, `k_` and `class_shift_`.)
 template <class H>
@@ -40,10 +41,14 @@ concept SpanSource = requires(H &h, const H &ch, SlotPage *pg, unsigned u, unsig
   h.noteRoom(pg, u);
   h.publishLive();
   { h.takeEmpty(u) } -> std::same_as<SlotPage *>;
-  { h.takeMostlyFree(u, u) } -> std::same_as<SlotPage *>;
+  { h.takeMostlyFree(u, u, true) } -> std::same_as<SlotPage *>;
   { h.takeOtherEmptyOrCarve(u) } -> std::same_as<SlotPage *>;
   { h.takeWithGroup(u, u, slot) } -> std::same_as<SlotPage *>;
   h.pushAvail(pg);
+  { ch.heldSlots(u) } -> std::convertible_to<std::uint64_t>;
+  { h.noteTaken(u) } -> std::convertible_to<std::uint64_t>;
+  { ch.peakTaken(u) } -> std::convertible_to<std::uint64_t>;
+  { H::kSlotsPerSpan[u] } -> std::convertible_to<std::uint32_t>;
   { ch.takenSince() } -> std::convertible_to<std::uint32_t>;
   h.resetTaken();
   { H::kClasses } -> std::convertible_to<unsigned>;

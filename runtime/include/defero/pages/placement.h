@@ -14,7 +14,10 @@
 // it however many other lists are filled in between; a hole a list leaves
 // in its cell is its own next slot (findBeside looks in the anchor's cell
 // first); a list filled in turn with others that fills its cell opens a
-// grown one (512 bytes). What a thread knows of the containers it inserts
+// grown one (512 bytes). A class whose spans hold a third more slots than
+// its most blocks taken takes no whole span for cells and small runs
+// (overgrown): lists cleared and refilled fill its holes instead of
+// growing the heap. What a thread knows of the containers it inserts
 // into is a ContainerTable.
 //
 // Costs: beside an anchor, the anchor's span (page map), its slot (a
@@ -204,7 +207,10 @@ public:
         retireRun(rp);
       // (A zone's run takes a wholly free span of its class, never one
       // with live blocks: zones' spans hold zone runs only.)
-      rp = zone ? this->takeEmpty(cls) : this->takeMostlyFree(cls, small ? 3 : 1);
+      // (A small run of an overgrown class takes holes before a whole
+      // span.)
+      rp = zone ? this->takeEmpty(cls)
+                : this->takeMostlyFree(cls, small ? 3 : 1, small && overgrown(cls));
       if (!rp) {
         this->reclaimIfGrowing(cls);
         rp = this->takeOtherEmptyOrCarve(cls);
@@ -271,19 +277,35 @@ public:
       // hole (md_cells's particles move from list to list for as long as
       // it runs: with a fresh cell for each, its peak RSS grew to 60.9 MB
       // at 20 steps and 88.8 MB at 200; 56.8 and 57.4 MB with this rule).
-      const bool churn = !growing(cls);
-      if (churn)
+      // And while the class is overgrown, a cell takes no whole span at
+      // all, and a look for a group that found none is not made again for
+      // the next 2^misses cells (up to 64): their nodes take holes
+      // (debruijn_net_plugin, a look at every cell: 1,761 -> 2,248 M
+      // instructions, a quarter of them in findFreeGroup).
+      const bool spread = overgrown(cls);
+      const bool churn = !growing(cls) || spread;
+      const bool look = !spread || group_skip_[cls] == 0;
+      if (!look)
+        --group_skip_[cls];
+      if (churn && look) {
         if (SlotPage *q = this->takeWithGroup(cls, g, j)) {
+          group_misses_[cls] = 0;
           void *p = openCell(c, q, j, cellLength(q, j, g), bytes);
           retireRun(q);
           return p;
         }
+        if (spread) {
+          if (group_misses_[cls] < 6)
+            ++group_misses_[cls];
+          group_skip_[cls] = static_cast<std::uint8_t>((1u << group_misses_[cls]) - 1);
+        }
+      }
       if (rp)
         retireRun(rp);
       rp = churn ? nullptr : this->takeWithGroup(cls, g, j);
       if (!rp) {
         j = 0;
-        rp = this->takeEmpty(cls);
+        rp = spread ? nullptr : this->takeEmpty(cls);
         if (!rp && !churn) {
           this->reclaimIfGrowing(cls);
           rp = this->takeOtherEmptyOrCarve(cls);
@@ -466,6 +488,31 @@ private:
     return !cell_churning_[cls];
   }
 
+  /// Whether the class's spans hold more than a third more slots than the
+  /// most this thread ever held taken (SpanHeap::peakTaken), and two spans
+  /// more: its blocks were freed in place of others placed in whole spans,
+  /// and its free slots lie scattered among live ones. Then a list's cell,
+  /// and a small container's run, take no whole span (Empty or fresh): a
+  /// cell takes a group of an Avail span's, else its node a hole; a small
+  /// run the emptiest Avail span up to three quarters used before an
+  /// Empty one. Whole spans stay for the runs of long containers, whose
+  /// memory comes back whole (a queue's); a build, whose taken slots are
+  /// at their high, is not touched; a third is what lists of four leave
+  /// free in the 24-byte class's cells (12 of every 16 slots). Without
+  /// this, a program that clears lists and fills others in their place
+  /// (debruijn_net's failed and repaired nodes) moved its lists into whole
+  /// spans round after round and left their old cells free: its footprint
+  /// grew by about a span a round, without bound (8.6 MB live: 12.5 MB at
+  /// 10 rounds, 25.3 MB at 200). O(1): counters; once per cell span or
+  /// small run's span taken, and per cell while overgrown.
+  static constexpr unsigned kGrowthSlack = 2;
+  bool overgrown(unsigned cls) {
+    const std::uint64_t taken = this->noteTaken(cls), peak = this->peakTaken(cls);
+    if (taken == peak)
+      return false;
+    return this->heldSlots(cls) > peak + peak / 3 + kGrowthSlack * Super::kSlotsPerSpan[cls];
+  }
+
   /// Per size class, the span lists' cells are cut from (takeCell), the
   /// cells asked for ever, and growing's last verdict with the cells
   /// asked for and the class's frees then.
@@ -473,6 +520,9 @@ private:
   std::uint64_t cells_asked_[kClasses] = {}, cells_asked_then_[kClasses] = {},
                 cell_frees_[kClasses] = {};
   bool cell_churning_[kClasses] = {};
+  /// Per size class, takeCell's looks for a group that found none in a
+  /// row, and the cells still to come before the next look.
+  std::uint8_t group_misses_[kClasses] = {}, group_skip_[kClasses] = {};
   ContainerTable containers_;
 };
 

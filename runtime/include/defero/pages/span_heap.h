@@ -247,6 +247,13 @@ public:
       n += s.placed;
     return n;
   }
+  /// Slots of class c this heap's thread holds taken: its takes less its
+  /// frees into bitmaps (blocks in its caches and on its stacks count as
+  /// taken; 0 if its frees of other threads' blocks outnumber its takes).
+  std::uint64_t takenSlots(unsigned c) const {
+    const std::int64_t n = static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get());
+    return n > 0 ? static_cast<std::uint64_t>(n) : 0;
+  }
   /// Hints of kind k + 1 the thread sent.
   std::uint64_t hintsOf(unsigned k) const {
     std::uint64_t n = count.hints[k].get();
@@ -271,13 +278,7 @@ public:
   /// Live bytes of small blocks by this heap's counts (allocated by its
   /// thread minus freed by it; may be negative when the thread frees blocks
   /// others allocated). Any thread may call it; O(classes).
-  std::int64_t smallLiveBytes(std::size_t canary) const {
-    std::int64_t live = 0;
-    for (unsigned c = 0; c < kClasses; ++c)
-      live += static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get()) *
-              static_cast<std::int64_t>(kbit::kClassBytes[c] - canary);
-    return live + mid.liveBytes() - static_cast<std::int64_t>(mid.liveBlocks() * canary);
-  }
+  std::int64_t smallLiveBytes(std::size_t canary) const { return liveBytes(canary, nullptr); }
   /// Small allocations and frees counted by this heap.
   std::uint64_t smallAllocs() const {
     std::uint64_t n = 0;
@@ -297,7 +298,7 @@ public:
   /// layer above's caches), are not live.
   std::int64_t livePublished() const { return live_published_.load(std::memory_order_relaxed); }
   void publishLive(std::int64_t unhanded = 0) {
-    const std::int64_t now = smallLiveBytes(totals_->canary) - unhanded;
+    const std::int64_t now = liveBytes(totals_->canary, peak_taken_) - unhanded;
     totals_->add(now - live_published_.load(std::memory_order_relaxed));
     live_published_.store(now, std::memory_order_relaxed);
   }
@@ -388,11 +389,41 @@ public:
         }
         PageArena::remake(pg, cls);
         count.remade.add(1);
+        --spans_[c];
+        ++spans_[cls];
         return pg;
       }
     }
     mid.releaseFree(PageArena::spanBytes(cls)); // (likewise, the other way)
-    return PageArena::get().carve(cls, this);
+    SlotPage *pg = PageArena::get().carve(cls, this);
+    if (pg)
+      ++spans_[cls];
+    return pg;
+  }
+
+  /// Slots of class cls in this heap's spans, whatever their state (a
+  /// span's class changes only when it is made over).
+  std::uint64_t heldSlots(unsigned cls) const {
+    return std::uint64_t{spans_[cls]} * kSlotsPerSpan[cls];
+  }
+  /// Slots a span of each class holds at most (before its colour).
+  static constexpr auto kSlotsPerSpan = [] {
+    std::array<std::uint32_t, kClasses> n{};
+    for (unsigned c = 0; c < kClasses; ++c)
+      n[c] = static_cast<std::uint32_t>(
+          kbit::spanBytesFor(kbit::kClassBytes[c], PageArena::kPageBytes) / kbit::kClassBytes[c]);
+    return n;
+  }();
+  /// The most slots of class cls this heap's thread held taken at once
+  /// (takenSlots), as seen each time it published its live bytes (every
+  /// 256 KiB it claimed or placed) and by noteTaken.
+  std::uint64_t peakTaken(unsigned cls) const { return peak_taken_[cls]; }
+  /// takenSlots(cls), raising peakTaken if it is a new high.
+  std::uint64_t noteTaken(unsigned cls) {
+    const std::uint64_t n = takenSlots(cls);
+    if (n > peak_taken_[cls])
+      peak_taken_[cls] = n;
+    return n;
   }
 
   /// Spans this heap took for its Current ones (Empty, made over or fresh)
@@ -426,16 +457,19 @@ public:
   /// are in use (a run cut from it skips its live slots), taken off its
   /// list; else nullptr. Runs reuse memory that containers gave back (a
   /// queue's popped front, a list built again) instead of growing the heap.
-  SlotPage *takeMostlyFree(unsigned cls, unsigned quarters) {
-    if (SlotPage *pg = takeEmpty(cls))
-      return pg;
+  /// `avail_first`: that Avail span before an Empty one (the Empty spans
+  /// are left to the runs of long containers: PlacementLayer::overgrown).
+  SlotPage *takeMostlyFree(unsigned cls, unsigned quarters, bool avail_first = false) {
+    if (!avail_first)
+      if (SlotPage *pg = takeEmpty(cls))
+        return pg;
     SlotPage **best_link = nullptr;
     SlotPage **link = &avail_[cls];
     for (unsigned n = 0; *link && n < kRunScan; ++n, link = &(*link)->next)
       if (!best_link || (*link)->used < (*best_link)->used)
         best_link = link;
     if (!best_link || (*best_link)->used * 4u > (*best_link)->slots * quarters)
-      return nullptr;
+      return avail_first ? takeEmpty(cls) : nullptr;
     SlotPage *pg = *best_link;
     unlink(pg);
     return pg;
@@ -617,6 +651,23 @@ protected:
   unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
   SlotPage *rover_[kClasses] = {}; // takeWithGroup's place in avail_
   std::uint32_t taken_ = 0; // spans taken by takeEmptyOrCarve since resetTaken
+  std::uint32_t spans_[kClasses] = {};      // this heap's spans of each class (heldSlots)
+  std::uint64_t peak_taken_[kClasses] = {}; // (peakTaken)
+
+private:
+  /// The small blocks' live bytes (smallLiveBytes); with `peaks`, each
+  /// class's taken slots raise its entry there if they are a new high.
+  std::int64_t liveBytes(std::size_t canary, std::uint64_t *peaks) const {
+    std::int64_t live = 0;
+    for (unsigned c = 0; c < kClasses; ++c) {
+      const std::int64_t taken = static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get());
+      if (peaks && taken > 0 && static_cast<std::uint64_t>(taken) > peaks[c])
+        peaks[c] = static_cast<std::uint64_t>(taken);
+      live += taken * static_cast<std::int64_t>(kbit::kClassBytes[c] - canary);
+    }
+    return live + mid.liveBytes() - static_cast<std::int64_t>(mid.liveBlocks() * canary);
+  }
+
   SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
 };
 
