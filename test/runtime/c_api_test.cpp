@@ -1616,13 +1616,16 @@ struct FakeList {
     }
     link[0] = link[1] = link;
   }
-  /// Whether every node lies in one aligned 128-byte cell (two lines).
+  /// Whether every node lies in one cell: two consecutive cache lines
+  /// (an aligned pair for the 16, 32 and 64-byte classes, any two for the
+  /// 24-byte class's cells of four).
   bool inOneCell() const {
-    const std::uintptr_t first = addr(link[0]) & ~std::uintptr_t{127};
-    for (void *n = link[0]; n != link; n = static_cast<void *const *>(n)[0])
-      if ((addr(n) & ~std::uintptr_t{127}) != first)
-        return false;
-    return true;
+    std::uintptr_t lo = ~std::uintptr_t{0}, hi = 0;
+    for (void *n = link[0]; n != link; n = static_cast<void *const *>(n)[0]) {
+      lo = std::min(lo, addr(n) / 64);
+      hi = std::max(hi, (addr(n) + defero_usable_size(n) - 1) / 64);
+    }
+    return hi - lo <= 1 && (defero_usable_size(link[0]) % 16 != 0 || lo % 2 == 0);
   }
 };
 
@@ -1692,7 +1695,7 @@ TEST(CApiHints, AFusedNodeOf33To40BytesTakesTheNodeClassAndMallocsBlocksNever) {
     EXPECT_EQ(addr(t) % 16 + addr(a) % 16 + addr(b) % 16 + addr(d) % 16, 0u);
     EXPECT_EQ(addr(c) % 8, 0u);
   }
-  EXPECT_TRUE(l24.inOneCell()) << "a 24-byte list's first four nodes in one pair of lines";
+  EXPECT_TRUE(l24.inOneCell()) << "a 24-byte list's first four nodes in two lines";
   for (FakeList *l : {&fused, &one_shot, &tiny, &small, &large, &l24, &one_shot24})
     l->clear();
 }
@@ -1713,7 +1716,7 @@ TEST(CApiHints, ListsFilledInTurnKeepEachListInACellOfTwoLines) {
     const auto spread =
         std::count_if(lists.begin(), lists.end(), [](const FakeList &l) { return !l.inOneCell(); });
     EXPECT_EQ(spread, 0) << spread << " of " << lists.size()
-                         << " lists have nodes outside their 128-byte cell";
+                         << " lists have nodes outside their cell of two lines";
     for (FakeList &l : lists)
       l.clear();
   }
@@ -1921,7 +1924,7 @@ TEST(CApiHints, ACellAClearedListGaveBackIsTakenBeforeTheHeapGrows) {
 // Lists cleared and filled again round after round, while a queue fills
 // whole spans and gives them back (debruijn_net's failed and repaired
 // nodes, and its breadth-first search's std::list queue), keep the heap's
-// size: once the class's spans hold a third more slots than its most
+// size: once the class's spans hold an eighth more slots than its most
 // taken, a list's new cell takes no whole span (the queue's, given back)
 // but a free group or a hole (PlacementLayer::overgrown). Here 6,000
 // lists of four 24-byte nodes, 120 of them cleared and refilled a round:

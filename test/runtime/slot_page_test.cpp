@@ -209,60 +209,6 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
 INSTANTIATE_TEST_SUITE_P(SlotCounts, SlotPageRandom,
                          ::testing::Values(1u, 2u, 63u, 64u, 65u, 100u, 1365u, 2048u, 4096u));
 
-TEST(SlotPage, TheCellsOfTheTwentyFourByteClassAgreeWithAModel) {
-  // findFreeGroup(lo, hi, kCell24) in a span of 24-byte slots whose first
-  // slot starts a pair of lines: the lowest cell start s in [lo, hi)
-  // (slots 0, 6 and 11 of every 16: 5, 4 and 5 slots, SlotPage::cell24Slots)
-  // whose slots are all free and end by hi, on random bitmaps of every
-  // density.
-  SlotPage pg;
-  pg.start = 0x300000; // (a multiple of 128)
-  pg.slot_bytes = 24;
-  pg.inverse = defero::pages::inverseOf(24);
-  pg.slots = 2730; // 64 KiB of 24-byte slots
-  pg.initFree();
-  std::vector<bool> free(pg.slots, true);
-  auto model = [&](unsigned lo, unsigned hi) {
-    for (unsigned s = lo; s < hi; ++s) {
-      if (s % 16 != 0 && s % 16 != 6 && s % 16 != 11)
-        continue;
-      const unsigned n = SlotPage::cell24Slots(s);
-      bool all = s + n <= hi;
-      for (unsigned k = 0; all && k < n; ++k)
-        all = free[s + k];
-      if (all)
-        return s;
-    }
-    return kNoSlot;
-  };
-  std::mt19937_64 rng(24);
-  unsigned found = 0;
-  for (int round = 0; round < 200; ++round) {
-    const unsigned taken_in_8 = static_cast<unsigned>(rng() % 9); // 0 to 8 in 8 taken
-    for (unsigned i = 0; i < pg.slots; ++i) {
-      const bool want_free = rng() % 8 >= taken_in_8;
-      if (free[i] != want_free) {
-        if (want_free)
-          pg.release(i);
-        else
-          pg.take(i);
-        free[i] = want_free;
-      }
-    }
-    for (int q = 0; q < 50; ++q) {
-      const unsigned lo = static_cast<unsigned>(rng() % pg.slots);
-      const unsigned hi = lo + static_cast<unsigned>(rng() % (pg.slots - lo + 1));
-      const unsigned want = model(lo, hi);
-      found += want != kNoSlot;
-      ASSERT_EQ(pg.findFreeGroup(lo, hi, SlotPage::kCell24), want)
-          << "[" << lo << ", " << hi << "), round " << round;
-    }
-    ASSERT_EQ(pg.findFreeGroup(0, pg.slots, SlotPage::kCell24), model(0, pg.slots));
-  }
-  EXPECT_GT(found, 1000u) << "the model found too few cells to test anything";
-  ASSERT_TRUE(pg.check());
-}
-
 TEST(SlotPage, SlotAtRejectsInteriorAndTailPointers) {
   SlotPage pg;
   pg.start = 0x200000;

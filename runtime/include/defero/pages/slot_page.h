@@ -299,43 +299,6 @@ struct alignas(64) SlotPage {
     return static_cast<std::uint64_t>((static_cast<Wide>(off) * inverse) >> 64);
   }
 
-  /// The 24-byte node class's cells: a span's slot 0 lies on a 128-byte
-  /// boundary (its colour is a multiple of 128), so slot k lies 24k bytes
-  /// past one, and in each period of 16 slots (384 bytes, three pairs of
-  /// lines) the slots wholly inside one aligned pair of lines are 0-4, 6-9
-  /// and 11-15 (slots 5 and 10 straddle two pairs). A cell is one of those
-  /// runs of 5, 4 and 5 slots: a list's first nodes in two lines, as the
-  /// 32-byte class's cells of 4 (findFreeGroup with g = kCell24 finds one;
-  /// cell24Slots says how long the one found is).
-  static constexpr unsigned kCell24 = 5;
-  static constexpr unsigned cell24Slots(unsigned s) { return s % 16 == 6 ? 4 : 5; }
-  /// The lowest free cell of the 24-byte class in [lo, hi); kNoSlot if
-  /// none. A word at a time: the runs of four free slots (three shifts and
-  /// ands), of five (one more), kept at the cells' starts (slots 0, 6 and
-  /// 11 of every 16) and bounded by lo and hi, then a tzcnt; about 15
-  /// instructions a word (twelve masks tested one by one took about 80).
-  unsigned findFreeCell24(unsigned lo, unsigned hi) const {
-    constexpr std::uint64_t kStarts5 = 0x0801080108010801ull; // slots 0 and 11 of each 16
-    constexpr std::uint64_t kStarts4 = 0x0040004000400040ull; // slot 6 of each 16
-    static_assert(cell24Slots(0) == 5 && cell24Slots(11) == 5 && cell24Slots(6) == 4);
-    // Starts below n in a word (n may be negative or past the word).
-    const auto below = [](long n) -> std::uint64_t {
-      return n <= 0 ? 0 : n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
-    };
-    for (unsigned w = lo / kWordBits; w * kWordBits < hi; ++w) {
-      const std::uint64_t f = free[w];
-      const std::uint64_t run4 = f & (f >> 1) & (f >> 2) & (f >> 3);
-      const long base = static_cast<long>(w * kWordBits);
-      // (A cell of n from s ends by hi: s - base < hi - base - n + 1.)
-      std::uint64_t c = (run4 & kStarts4 & below(static_cast<long>(hi) - base - 3)) |
-                        (run4 & (f >> 4) & kStarts5 & below(static_cast<long>(hi) - base - 4));
-      c &= ~below(static_cast<long>(lo) - base);
-      if (c)
-        return static_cast<unsigned>(base) + static_cast<unsigned>(__builtin_ctzll(c));
-    }
-    return kNoSlot;
-  }
-
   /// The lowest slot s in [lo, hi) such that the g slots from s are free
   /// and lie in [lo, hi) and in one bitmap word, s a multiple of g when g
   /// is a power of two (so that g slots of 128 / g bytes are two whole
@@ -347,10 +310,7 @@ struct alignas(64) SlotPage {
   /// word (the zero-byte test, x - ones & ~x & highs, with lanes of g bits;
   /// a borrow only leaves a zero lane, so the lowest flag is exact). Other
   /// g: a shift and an and per doubling of g, a tzcnt, per word.
-  /// (The 24-byte node class's cells, g = kCell24: findFreeCell24.)
   unsigned findFreeGroup(unsigned lo, unsigned hi, unsigned g) const {
-    if (g == kCell24 && slot_bytes == 24 && start % 128 == 0)
-      return findFreeCell24(lo, hi); // (a cell of four fits in [lo, lo + 4))
     if (lo >= hi || hi - lo < g)
       return kNoSlot;
     const unsigned first = lo / kWordBits, last = (hi - 1) / kWordBits;
