@@ -203,8 +203,10 @@ public:
     SlotPage *rp = run_span;
     unsigned j = rp ? uncutSlot(rp, down) : kNoSlot;
     if (j == kNoSlot) {
-      if (rp)
+      if (rp) {
         retireRun(rp);
+        run_span = nullptr; // (retired once: it is on a list now)
+      }
       // (A zone's run takes a wholly free span of its class, never one
       // with live blocks: zones' spans hold zone runs only.)
       // (A small run of an overgrown class takes holes before a whole
