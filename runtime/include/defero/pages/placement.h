@@ -288,7 +288,7 @@ public:
       // at 20 steps and 88.8 MB at 200; 56.8 and 57.4 MB with this rule).
       // And while the class is overgrown, a cell takes no whole span at
       // all, and a look for a group that found none is not made again for
-      // the next 2^misses cells (up to 64): their nodes take holes
+      // the next 2^misses - 1 cells (up to 63): their nodes take holes
       // (debruijn_net_plugin, a look at every cell: 1,761 -> 2,248 M
       // instructions, a quarter of them in findFreeGroup).
       const bool spread = overgrown(cls);
@@ -490,21 +490,22 @@ private:
 
   /// Whether the class's spans hold more than an eighth more slots than
   /// the most this thread ever held taken (SpanHeap::peakTaken), and two
-  /// spans more: its blocks were freed in place of others placed in whole spans,
-  /// and its free slots lie scattered among live ones. Then a list's cell,
-  /// and a small container's run, take no whole span (Empty or fresh): a
-  /// cell takes a group of an Avail span's, else its node a hole; a small
-  /// run the emptiest Avail span up to three quarters used before an
-  /// Empty one. Whole spans stay for the runs of long containers, whose
-  /// memory comes back whole (a queue's); a build, whose taken slots are
-  /// at their high, is not touched. Without this, a program that clears lists and fills others in their place
-  /// (debruijn_net's failed and repaired nodes) moved its lists into whole
-  /// spans round after round and left their old cells free: its footprint
-  /// grew by about a span a round, without bound (8.6 MB live: 12.5 MB at
-  /// 10 rounds, 25.3 MB at 200; with this and the 24-byte class's cells of
-  /// four, 10.3 MB at 10 and at 100; with a third more instead of an
-  /// eighth, 10.6 and 11.7). O(1): counters; once per cell span or small
-  /// run's span taken, and per cell while overgrown.
+  /// spans more: its blocks were freed in place of others placed in whole
+  /// spans, and its free slots lie scattered among live ones. Then a
+  /// list's cell, and a small container's run, take no whole span (Empty
+  /// or fresh): a cell takes a group of an Avail span's, else its node a
+  /// hole; a small run the emptiest of the first kRunScan Avail spans if
+  /// it is at most three quarters used, before an Empty one. Whole spans
+  /// stay for the runs of long containers, whose memory comes back whole
+  /// (a queue's); a build, whose taken slots are at their high, is not
+  /// touched. Without this, a program that clears lists and fills others
+  /// in their place (debruijn_net's failed and repaired nodes) moved its
+  /// lists into whole spans round after round and left their old cells
+  /// free: its footprint grew by about a span a round, without bound (8.6
+  /// MB live: 12.5 MB at 10 rounds, 25.3 MB at 200; with this and the
+  /// 24-byte class's cells of four, 10.3 MB at 10 and at 100; with a third
+  /// more instead of an eighth, 10.6 and 11.7). O(1): counters; once per
+  /// cell span or small run's span taken, and per cell while overgrown.
   static constexpr unsigned kGrowthSlack = 2;
   bool overgrown(unsigned cls) {
     const std::uint64_t taken = this->noteTaken(cls), peak = this->peakTaken(cls);

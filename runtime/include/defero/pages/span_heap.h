@@ -251,7 +251,7 @@ public:
   /// frees into bitmaps (blocks in its caches and on its stacks count as
   /// taken; 0 if its frees of other threads' blocks outnumber its takes).
   std::uint64_t takenSlots(unsigned c) const {
-    const std::int64_t n = static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get());
+    const std::int64_t n = takenNet(c);
     return n > 0 ? static_cast<std::uint64_t>(n) : 0;
   }
   /// Hints of kind k + 1 the thread sent.
@@ -653,22 +653,26 @@ protected:
   std::uint32_t taken_ = 0; // spans taken by takeEmptyOrCarve since resetTaken
   std::uint32_t spans_[kClasses] = {};      // this heap's spans of each class (heldSlots)
   std::uint64_t peak_taken_[kClasses] = {}; // (peakTaken)
+  SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
 
 private:
+  /// Slots of class c taken by this heap's thread less its frees of the
+  /// class into bitmaps (negative when it freed other threads' blocks).
+  std::int64_t takenNet(unsigned c) const {
+    return static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get());
+  }
   /// The small blocks' live bytes (smallLiveBytes); with `peaks`, each
   /// class's taken slots raise its entry there if they are a new high.
   std::int64_t liveBytes(std::size_t canary, std::uint64_t *peaks) const {
     std::int64_t live = 0;
     for (unsigned c = 0; c < kClasses; ++c) {
-      const std::int64_t taken = static_cast<std::int64_t>(allocsOf(c) - count.frees[c].get());
+      const std::int64_t taken = takenNet(c);
       if (peaks && taken > 0 && static_cast<std::uint64_t>(taken) > peaks[c])
         peaks[c] = static_cast<std::uint64_t>(taken);
       live += taken * static_cast<std::int64_t>(kbit::kClassBytes[c] - canary);
     }
     return live + mid.liveBytes() - static_cast<std::int64_t>(mid.liveBlocks() * canary);
   }
-
-  SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
 };
 
 } // namespace defero::pages
