@@ -2,12 +2,17 @@
 // the process heap (Defero::core: defero_malloc beside glibc's malloc).
 //
 // CTest runs every test in its own process with DEFERO_POLICY=auto (the
-// CApiFirstPolicy suite with DEFERO_POLICY=first); the tests do not assume a
-// fresh heap, so the auto tests also pass in one process, all but
-// CApiHints.AnInsertHoppingFromAnotherListTakesMallocsSlotWhenItsTailHasNoRoom,
-// which needs the block layout and free stack of a fresh process (the
-// holes earlier tests leave change which slot malloc and the search beside
-// the tail find).
+// CApiFirstPolicy suite with DEFERO_POLICY=first), and five of them need a
+// fresh process: run together in one, the holes earlier tests leave change
+// which slot malloc and the search beside a tail find
+// (CApiHints.AnInsertHoppingFromAnotherListTakesMallocsSlotWhenItsTailHasNoRoom,
+// CApiHints.AContainerHintBetweenAListsInsertsTakesMallocsSlotAndTheListGoesOn,
+// CApiSpans.ASizeShiftReusesTheSpansTheLastSizeEmptied), and the spans and
+// the high of taken slots they leave a class decide whether a list's cell
+// may take a whole span (PlacementLayer::overgrown:
+// CApiHints.ListsFilledInTurnKeepEachListInACellOfTwoLines,
+// CApiHints.ACellAClearedListGaveBackIsTakenBeforeTheHeapGrows). The other
+// tests assume no fresh heap.
 #include <gtest/gtest.h>
 
 #include <algorithm>
