@@ -199,20 +199,35 @@ public:
     // have taken the slots next to it); a span with none gives way to a
     // mostly free or a fresh one.
     const bool small = c.runs < kSmallRuns;
-    SlotPage *&run_span = run_[zone ? 2 : small][down][cls];
+    const unsigned kind = zone ? 2 : small;
+    SlotPage *&run_span = run_[kind][down][cls];
     SlotPage *rp = run_span;
     unsigned j = rp ? uncutSlot(rp, down) : kNoSlot;
     if (j == kNoSlot) {
+      // A run of a class that freed at least half as many blocks as the
+      // last such run span held (a container erased from and inserted into
+      // at its size) takes an Empty span, else the emptiest of up to
+      // kChurnScan Avail spans if it is at most three quarters used (the
+      // holes the erased nodes left), before a fresh one; a zone's too. A
+      // queue's spans come back whole (Empty: no scan); a tree's or a hash
+      // table's erased nodes leave holes. container_churn_plugin (200,000
+      // entries, a tenth replaced a round), footprint at 10 and 100 rounds
+      // without this: std::set 16.0 and 35.0 MB, std::map 20.2 and 106.4,
+      // std::unordered_map 9.7 and 22.1.
+      const std::uint64_t frees = this->freesOf(cls);
+      const bool churn = rp && (frees - run_frees_[kind][down][cls]) * 2 >= rp->slots;
       if (rp) {
         retireRun(rp);
         run_span = nullptr; // (retired once: it is on a list now)
       }
       // (A zone's run takes a wholly free span of its class, never one
-      // with live blocks: zones' spans hold zone runs only.)
+      // with live blocks: zones' spans hold zone runs only, but while the
+      // class churns.)
       // (A small run of an overgrown class takes holes before a whole
       // span.)
-      rp = zone ? this->takeEmpty(cls)
-                : this->takeMostlyFree(cls, small ? 3 : 1, small && overgrown(cls));
+      rp = churn  ? this->takeMostlyFree(cls, 3, false, kChurnScan)
+           : zone ? this->takeEmpty(cls)
+                  : this->takeMostlyFree(cls, small ? 3 : 1, small && overgrown(cls));
       if (!rp) {
         this->reclaimIfGrowing(cls);
         rp = this->takeOtherEmptyOrCarve(cls);
@@ -223,6 +238,7 @@ public:
       rp->run_cursor = 0;
       rp->run_top = static_cast<std::uint16_t>(rp->slots);
       run_span = rp;
+      run_frees_[kind][down][cls] = frees;
       j = uncutSlot(rp, down);
       if (j == kNoSlot) // (never: the span is at most a quarter used)
         return nullptr;
@@ -469,6 +485,10 @@ private:
   /// quarters used while a growing container's come from spans at most a
   /// quarter used, and zones' from fresh or empty spans only.
   SlotPage *run_[3][2][kClasses] = {};
+  /// The class's frees (freesOf) when each of run_ was taken; how many
+  /// Avail spans a churning class's run looks at.
+  std::uint64_t run_frees_[3][2][kClasses] = {};
+  static constexpr unsigned kChurnScan = 256;
   /// Whether lists' cells of class cls are being filled, not replaced: the
   /// class's frees by this thread since the last verdict were at most an
   /// eighth of the cells asked for since (a build: debruijn_net's and

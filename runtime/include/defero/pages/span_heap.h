@@ -459,13 +459,16 @@ public:
   /// queue's popped front, a list built again) instead of growing the heap.
   /// `avail_first`: that Avail span before an Empty one (the Empty spans
   /// are left to the runs of long containers: PlacementLayer::overgrown).
-  SlotPage *takeMostlyFree(unsigned cls, unsigned quarters, bool avail_first = false) {
+  /// `scan`: how many Avail spans it looks at (a run while its class
+  /// churns looks at many: PlacementLayer::openRun).
+  SlotPage *takeMostlyFree(unsigned cls, unsigned quarters, bool avail_first = false,
+                           unsigned scan = kRunScan) {
     if (!avail_first)
       if (SlotPage *pg = takeEmpty(cls))
         return pg;
     SlotPage **best_link = nullptr;
     SlotPage **link = &avail_[cls];
-    for (unsigned n = 0; *link && n < kRunScan; ++n, link = &(*link)->next)
+    for (unsigned n = 0; *link && n < scan; ++n, link = &(*link)->next)
       if (!best_link || (*link)->used < (*best_link)->used)
         best_link = link;
     if (!best_link || (*best_link)->used * 4u > (*best_link)->slots * quarters)
