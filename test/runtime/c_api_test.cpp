@@ -1185,6 +1185,104 @@ TEST(CApiDecay, EmptySpansKeepTheirMemoryForTheDelayThenGiveItBack) {
     defero_free(p);
 }
 
+// A span whose blocks have mostly been freed keeps the pages its busiest
+// moment touched unless they go back one by one: when the heap grows (a
+// fresh span), the OS pages of its partly used spans that hold no block
+// go back first, as much as it grows (SpanHeap::trimIdle), and the blocks
+// that live on in those spans keep their contents.
+TEST(CApiDecay, APartlyUsedSpansIdlePagesGoBackWhenTheHeapGrows) {
+  constexpr std::size_t kSize = 176, kBlocks = (std::size_t{8} << 20) / kSize;
+  std::vector<unsigned char *> blocks;
+  std::set<std::uintptr_t> spans;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(kSize));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x11, kSize);
+    blocks.push_back(p);
+    spans.insert(addr(p) >> 16);
+  }
+  // One block in every 16 KiB lives on (each span keeps 4 of its 16
+  // pages); the others are freed, in a scrambled order.
+  std::vector<unsigned char *> keep, gone;
+  for (unsigned char *p : blocks)
+    ((addr(p) & 0x3FFF) < kSize ? keep : gone).push_back(p);
+  std::mt19937 rng(7);
+  std::shuffle(gone.begin(), gone.end(), rng);
+  for (unsigned char *p : gone)
+    defero_free(p);
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    std::memset(keep[i], static_cast<int>(i & 0xFF), kSize);
+  const std::vector<std::uintptr_t> span_list(spans.begin(), spans.end());
+  const std::size_t pages = span_list.size() * 16;
+  const std::size_t before = residentPagesOf(span_list);
+  const long long released_before = releasedBytes();
+  ASSERT_GE(before, pages * 9 / 10) << "the spans were never touched whole";
+  // The heap grows: 8 MiB of blocks of another class, in fresh spans.
+  std::vector<void *> other;
+  for (int i = 0; i < 8192; ++i) {
+    other.push_back(defero_malloc(1024));
+    ASSERT_NE(other.back(), nullptr);
+  }
+  const std::size_t after = residentPagesOf(span_list);
+  // A quarter of the pages hold a block; the class's free stack (64 KiB
+  // of the blocks freed last) keeps up to 372 more in use.
+  EXPECT_LE(after, pages / 4 + 372 + pages / 16)
+      << after << " of " << pages << " pages still resident; about a quarter hold a block";
+  EXPECT_GE(after, keep.size()) << "a page holding a live block was given back";
+  EXPECT_GE(releasedBytes() - released_before,
+            static_cast<long long>((before - after) * 4096 / 2));
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    for (std::size_t b = 0; b < kSize; ++b)
+      ASSERT_EQ(keep[i][b], static_cast<unsigned char>(i & 0xFF)) << "block " << i << " byte " << b;
+  // Taken again: the pages come back zeroed, the blocks whole, and
+  // released_bytes falls back.
+  std::vector<unsigned char *> again;
+  for (std::size_t i = 0; i < gone.size(); ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(kSize));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, static_cast<int>(i & 0xFF), kSize);
+    again.push_back(p);
+  }
+  for (std::size_t i = 0; i < again.size(); ++i)
+    ASSERT_EQ(again[i][kSize - 1], static_cast<unsigned char>(i & 0xFF));
+  for (unsigned char *p : again)
+    defero_free(p);
+  for (unsigned char *p : keep)
+    defero_free(p);
+  for (void *p : other)
+    defero_free(p);
+}
+
+// Under DEFERO_DECAY_MS=never nothing goes back, idle pages included.
+TEST(CApiDecayNever, APartlyUsedSpansIdlePagesStayWhenTheHeapGrows) {
+  if (!runsWith("DEFERO_DECAY_MS", "never"))
+    GTEST_SKIP() << "run by ctest with DEFERO_DECAY_MS=never";
+  constexpr std::size_t kSize = 176, kBlocks = (std::size_t{4} << 20) / kSize;
+  std::vector<unsigned char *> blocks, keep;
+  std::set<std::uintptr_t> spans;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<unsigned char *>(defero_malloc(kSize)));
+    std::memset(blocks.back(), 0x11, kSize);
+    spans.insert(addr(blocks.back()) >> 16);
+  }
+  for (unsigned char *p : blocks)
+    if ((addr(p) & 0x3FFF) < kSize)
+      keep.push_back(p);
+    else
+      defero_free(p);
+  const std::vector<std::uintptr_t> span_list(spans.begin(), spans.end());
+  const std::size_t before = residentPagesOf(span_list);
+  std::vector<void *> other;
+  for (int i = 0; i < 4096; ++i)
+    other.push_back(defero_malloc(1024));
+  EXPECT_EQ(residentPagesOf(span_list), before);
+  EXPECT_EQ(releasedBytes(), 0);
+  for (void *p : other)
+    defero_free(p);
+  for (unsigned char *p : keep)
+    defero_free(p);
+}
+
 // A neighbour hint may name a node the program has freed (the runtime
 // trusts the anchor): a placement beside it takes a slot of an Empty span.
 // That span's memory must not go back to the OS while the block lives.

@@ -169,6 +169,13 @@ struct alignas(64) SlotPage {
   /// search that reads the word after a slot's (the slot above the last,
   /// a window round a slot of the last word) needs no bound test.
   alignas(64) std::uint64_t free[kMaxWords + 1] = {};
+  // --- after the bitmap (its last line's spare bytes) ---
+  /// For a span of at most 16 OS pages: bit p, page p went back to the OS
+  /// at a trim (SpanHeap::trimIdle) and was not seen in use since.
+  std::uint16_t gone_pages = 0;
+  /// `used` when trimIdle last looked here (0: never): it looks again only
+  /// once a free has lowered it.
+  std::uint16_t trim_used = 0;
 
   /// Marks every slot free (a fresh span).
   void initFree() {
@@ -186,6 +193,37 @@ struct alignas(64) SlotPage {
   }
   bool isFree(unsigned i) const { return (free[i / kWordBits] >> (i % kWordBits)) & 1; }
   bool hasRoom() const { return summary != 0; }
+  /// Whether every slot of [lo, hi) is free in the bitmap.
+  bool allFree(std::uint64_t lo, std::uint64_t hi) const {
+    while (lo < hi) {
+      const std::uint64_t b = lo % kWordBits, n = hi - lo < kWordBits - b ? hi - lo : kWordBits - b;
+      const std::uint64_t mask = (n == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << b;
+      if ((free[lo / kWordBits] & mask) != mask)
+        return false;
+      lo += n;
+    }
+    return true;
+  }
+  /// Bit p set: no slot that overlaps OS page p of the span (which begins
+  /// at `base`) is in use, on a word cache or on a free stack (all of
+  /// those read 0 in the bitmap), for p < `pages` (at most 16).
+  std::uint32_t idlePages(std::uintptr_t base, unsigned pages) const {
+    std::uint32_t m = 0;
+    const std::uint64_t off = start - base; // the span's colour
+    for (unsigned p = 0; p < pages; ++p) {
+      const std::uint64_t lo = std::uint64_t{p} * os::kPageBytes, hi = lo + os::kPageBytes;
+      std::uint64_t first = 0, last = 0; // the slots [first, last) that overlap it
+      if (hi > off) {
+        first = lo <= off ? 0 : (lo - off) / slot_bytes;
+        last = (hi - 1 - off) / slot_bytes + 1;
+        if (last > slots)
+          last = slots;
+      }
+      if (first >= last || allFree(first, last))
+        m |= std::uint32_t{1} << p;
+    }
+    return m;
+  }
 
   /// Takes slot i, which must be free (checked: a slot handed out twice
   /// would corrupt two blocks silently).
