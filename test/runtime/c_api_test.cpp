@@ -1253,7 +1253,8 @@ TEST(CApiDecay, APartlyUsedSpansIdlePagesGoBackWhenTheHeapGrows) {
     defero_free(p);
 }
 
-// Under DEFERO_DECAY_MS=never nothing goes back, idle pages included.
+// Under DEFERO_DECAY_MS=never no idle page of a partly used span goes back
+// when the heap grows.
 TEST(CApiDecayNever, APartlyUsedSpansIdlePagesStayWhenTheHeapGrows) {
   if (!runsWith("DEFERO_DECAY_MS", "never"))
     GTEST_SKIP() << "run by ctest with DEFERO_DECAY_MS=never";
