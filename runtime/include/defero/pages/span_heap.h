@@ -634,8 +634,8 @@ public:
   /// the grain of a page instead of a whole Empty span. Without it a span
   /// keeps every page its class's busiest moment touched for as long as
   /// one block of it lives: soak_phases's change from 1-4 KiB blocks to
-  /// 4-16 KiB ones peaked at 510 MB (331 with it; glibc 377), cc1plus's
-  /// trace 27.6% fragmentation (25.6). A block on a free stack, or a slot
+  /// 4-16 KiB ones peaked at 510 MB (332 with it; glibc 377), cc1plus's
+  /// trace 27.6% fragmentation (24.9). A block on a free stack, or a slot
   /// of a cached word, keeps its page in use. Looks at up to kTrimScan
   /// spans a call, going on where the last call stopped (a rover over
   /// the classes' Avail lists), and at a span again only once a free has
