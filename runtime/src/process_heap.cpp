@@ -176,7 +176,7 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh, bool node) {
       return p;
   const unsigned cls = node && hint.kind && sz <= kMaxFast ? fusedClassOf(sz)
                                                            : kbit::classOf(sz + kCanaryBytes);
-  void *p = hint.kind ? hinted(h, sz, cls, hint) : h->malloc(cls);
+  void *p = hint.kind ? hinted(h, sz, cls, hint) : h->malloc(cls, kGangs);
   if (__builtin_expect(!p, 0)) // the small-object window is full
     return mallocLarge(h, sz, os::kPageBytes, fresh);
   finishSmall(h, p, cls);
@@ -340,6 +340,24 @@ void *ProcessHeap::calloc(std::size_t n, std::size_t sz) {
   return p;
 }
 
+bool ProcessHeap::freeGang(LocalHeap *h, SlotPage *pg, void *p, const char *call) {
+  pages::SpanHeap::Gang g;
+  if (!kGangs || !pages::SpanHeap::gangOf(pg, p, g))
+    return false;
+  auto *owner = static_cast<LocalHeap *>(pg->owner);
+  if (owner == h)
+    h->freeGang(pg, p, g, call);
+  else if (h) // (the owner checks its run when it collects it)
+    h->freeToOther(owner, p);
+  else
+    owner->freeRemote(p);
+  if (h)
+    h->count.frees[g.cls].add(1);
+  else
+    g_live.add(-static_cast<std::int64_t>(kbit::kClassBytes[g.cls]));
+  return true;
+}
+
 void ProcessHeap::freeSlow(void *p, const char *call) {
   if (!p)
     return;
@@ -357,6 +375,8 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
   LocalHeap *h = heap();
   if (pg) {
     const unsigned i = pg->slotAt(p);
+    if (i == pages::kNoSlot && freeGang(h, pg, p, call))
+      return;
     if (i == pages::kNoSlot)
       os::fatal_pointer(call, p,
                         pg->slotHolding(p) >= pg->slots ? "pointer not allocated by this heap"
@@ -445,8 +465,23 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   std::size_t old;
   if (SlotPage *pg = PageArena::get().spanOf(p)) {
     const unsigned i = pg->slotAt(p);
-    if (i == pages::kNoSlot)
-      os::fatal_pointer(call, p, "pointer is inside a block, not its start");
+    if (i == pages::kNoSlot) {
+      pages::SpanHeap::Gang g;
+      if (!kGangs || !pages::SpanHeap::gangOf(pg, p, g))
+        os::fatal_pointer(call, p, "pointer is inside a block, not its start");
+      old = kbit::kClassBytes[g.cls];
+      if (sz <= old && sz > old / 2) {
+        if (trace_.enabled())
+          trace_.onRealloc(p, p, sz);
+        return p;
+      }
+      void *q = malloc(sz);
+      if (!q)
+        return nullptr; // p untouched, errno = ENOMEM
+      std::memcpy(q, p, old < sz ? old : sz);
+      free(p, call);
+      return q;
+    }
     if ((pg->owner == tls.heap && tls.heap->isFree(pg, i)) ||
         (kCanaryBytes == 0 && LocalHeap::marked(p))) // (on a free stack)
       os::fatal_pointer(call, p, "pointer is not a live block of this heap");
@@ -522,8 +557,8 @@ std::size_t ProcessHeap::usableSize(const void *p) {
   }
   if (SlotPage *pg = PageArena::get().spanOf(p)) {
     const unsigned i = pg->slotAt(p);
-    if (i == pages::kNoSlot)
-      return 0;
+    if (pages::SpanHeap::Gang g; i == pages::kNoSlot)
+      return kGangs && pages::SpanHeap::gangOf(pg, p, g) ? kbit::kClassBytes[g.cls] : 0;
     // Another thread's span is read without its owner's lock-free state:
     // a block it owns is trusted to be live (as glibc does).
     if (pg->owner == tls.heap && tls.heap->isFree(pg, i))
@@ -552,7 +587,7 @@ void *mallocSlowEntry(std::size_t sz, bool node) {
 void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
   if (h == noFastHeap()) // the thread's first call, a pending hint, ...
     return mallocFull(sz);
-  if (void *p = h->mallocSlow(cls)) {
+  if (void *p = h->mallocSlow(cls, kGangs)) {
     finishSmall(h, p, cls);
     return p;
   }

@@ -88,6 +88,10 @@ extern constinit thread_local ThreadHeaps tls __attribute__((tls_model("initial-
 // or reallocated: a write past the block that reaches the slot's end is
 // reported instead of silently corrupting the neighbour.
 inline constexpr std::size_t kCanaryBytes = DEFERO_CHECKED ? 8 : 0;
+/// Whether a small block may be a gang over another class's free slots
+/// (SpanHeap::gangMalloc): not in the checked build, whose canary sits at
+/// the end of a slot.
+inline constexpr bool kGangs = kCanaryBytes == 0;
 inline constexpr std::uint64_t kCanary = 0xCA4A'27CA'4A27'CA4Aull;
 /// Requests up to this size are small (the slot includes the canary).
 inline constexpr std::size_t kMaxSmall = kbit::kMaxSmallBytes - kCanaryBytes;
@@ -298,9 +302,10 @@ extern bool g_auto_default;
 DEFERO_ALWAYS_INLINE void noteRecentBlock(LocalHeap *h, const void *container, const void *p,
                             std::size_t sz, unsigned row) {
   SlotPage *pg = PageArena::get().spanOf(p);
-  if (pg && pg->owner != h)
+  std::uint64_t i = 0;
+  if (pg && (pg->owner != h || !pg->slotStart(p, i))) // (a gang's block is no slot)
     pg = nullptr;
-  h->noteRecent(container, p, pg, pg ? pg->slotOfBlock(p) : 0, sz, row);
+  h->noteRecent(container, p, pg, i, sz, row);
 }
 
 /// Whether a neighbour hint for `container`, placed by a predicate `auto`,
@@ -592,6 +597,9 @@ public:
                         const void *anchor);
   /// free's full path (after freeFast declined).
   void freeSlow(void *p, const char *call);
+  /// freeSlow for p, not a slot start of pg: a gang's block
+  /// (SpanHeap::gangOf) freed, or false.
+  bool freeGang(LocalHeap *h, SlotPage *pg, void *p, const char *call);
 
   void *mallocAligned(std::size_t sz, std::size_t align);
   void *calloc(std::size_t n, std::size_t sz);

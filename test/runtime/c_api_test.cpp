@@ -1129,8 +1129,8 @@ std::vector<std::uintptr_t> fillAndFree48() {
   return {spans.begin(), spans.end()};
 }
 
-/// The released_bytes key of the stats JSON.
-long long releasedBytes() {
+/// A number of the stats JSON (-1 if missing).
+long long statsKey(const char *key) {
   char path[] = "/tmp/defero_decay_XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0)
@@ -1142,14 +1142,19 @@ long long releasedBytes() {
     char buf[2048] = {};
     const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
     buf[n] = '\0';
-    if (const char *k = std::strstr(buf, "\"released_bytes\": "))
-      v = std::atoll(k + std::strlen("\"released_bytes\": "));
+    const std::string quoted = std::string("\"") + key + "\": ";
+    if (const char *k = std::strstr(buf, quoted.c_str()))
+      v = std::atoll(k + quoted.size());
   }
   if (f)
     std::fclose(f);
   std::remove(path);
   return v;
 }
+/// The released_bytes key of the stats JSON.
+long long releasedBytes() { return statsKey("released_bytes"); }
+/// The live_bytes key.
+long long liveBytes() { return statsKey("live_bytes"); }
 
 // An Empty span keeps its memory for DEFERO_DECAY_MS (100 ms by default:
 // a program that frees and builds again at once does not fault its pages
@@ -1217,10 +1222,12 @@ TEST(CApiDecay, APartlyUsedSpansIdlePagesGoBackWhenTheHeapGrows) {
   const std::size_t before = residentPagesOf(span_list);
   const long long released_before = releasedBytes();
   ASSERT_GE(before, pages * 9 / 10) << "the spans were never touched whole";
-  // The heap grows: 8 MiB of blocks of another class, in fresh spans.
+  // The heap grows: 8 MiB of blocks of another class, in fresh spans (a
+  // class too small to lie over the freed slots: a block of 1 KiB would,
+  // SpanHeap::gangMalloc).
   std::vector<void *> other;
-  for (int i = 0; i < 8192; ++i) {
-    other.push_back(defero_malloc(1024));
+  for (int i = 0; i < 131072; ++i) {
+    other.push_back(defero_malloc(64));
     ASSERT_NE(other.back(), nullptr);
   }
   const std::size_t after = residentPagesOf(span_list);
@@ -1273,9 +1280,9 @@ TEST(CApiDecayNever, APartlyUsedSpansIdlePagesStayWhenTheHeapGrows) {
       defero_free(p);
   const std::vector<std::uintptr_t> span_list(spans.begin(), spans.end());
   const std::size_t before = residentPagesOf(span_list);
-  std::vector<void *> other;
-  for (int i = 0; i < 4096; ++i)
-    other.push_back(defero_malloc(1024));
+  std::vector<void *> other; // (as above: a class too small to lie over the freed slots)
+  for (int i = 0; i < 65536; ++i)
+    other.push_back(defero_malloc(64));
   EXPECT_EQ(residentPagesOf(span_list), before);
   EXPECT_EQ(releasedBytes(), 0);
   for (void *p : other)
@@ -1312,6 +1319,136 @@ TEST(CApiDecay, ABlockPlacedInAnEmptySpanKeepsItsContents) {
   for (void *p : other)
     defero_free(p);
   defero_free(b);
+}
+
+// --- gangs: a growing class's blocks over another class's free slots ------
+//
+// Each in its own process (CApiFreshHeap): a fresh heap whose only spans
+// are the test's. 64 B blocks fill 64 spans; all but every 8th are freed,
+// leaving runs of 7 free slots between survivors. Blocks of 256 B then
+// find no span of their class, and the heap would grow: each lies over 5
+// of the free 64 B slots instead (a 16-byte header in the first), 16
+// bytes past a slot start.
+
+namespace {
+struct SparseSpans {
+  std::vector<unsigned char *> keep;
+  std::set<std::uintptr_t> spans;
+  SparseSpans() {
+    std::vector<unsigned char *> all;
+    for (int i = 0; i < 64 * 1024; ++i) {
+      auto *p = static_cast<unsigned char *>(defero_malloc(64));
+      all.push_back(p);
+      spans.insert(addr(p) >> 16);
+    }
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (i % 8 == 0) {
+        std::memset(all[i], static_cast<int>(i / 8 & 0xFF), 64);
+        keep.push_back(all[i]);
+      } else {
+        defero_free(all[i]);
+      }
+  }
+  bool holds(const void *p) const { return spans.count(addr(p) >> 16) != 0; }
+  void checkAndFree() {
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+      for (int b = 0; b < 64; ++b)
+        ASSERT_EQ(keep[i][b], static_cast<unsigned char>(i & 0xFF)) << "survivor " << i;
+      defero_free(keep[i]);
+    }
+  }
+};
+} // namespace
+
+TEST(CApiFreshHeap, AGrowingClasssBlocksLieOverAnotherClasssFreeSlots) {
+  SparseSpans sparse;
+  const long long live_before = liveBytes();
+  std::vector<unsigned char *> big;
+  std::size_t over = 0;
+  for (int i = 0; i < 4096; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(256));
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(addr(p) % 16, 0u);
+    std::memset(p, i & 0xFF, 256);
+    over += sparse.holds(p);
+    big.push_back(p);
+  }
+  // The 8,192 runs hold them all (but the free stack's and cached word's
+  // slots, which are not free in the bitmaps).
+  EXPECT_GE(over, 4096u * 9 / 10) << "of 4096 blocks of 256 B, " << over
+                                  << " in the 64 B spans";
+  for (unsigned char *p : big)
+    if (sparse.holds(p)) {
+      EXPECT_EQ(addr(p) % 64, 16u) << "a gang's block lies 16 bytes past a slot start";
+      EXPECT_EQ(defero_usable_size(p), 256u);
+    }
+  EXPECT_EQ(liveBytes() - live_before, 4096 * 256) << "a gang counts as one block of its class";
+  for (std::size_t i = 0; i < big.size(); ++i)
+    for (int b = 0; b < 256; ++b)
+      ASSERT_EQ(big[i][b], static_cast<unsigned char>(i & 0xFF)) << "block " << i;
+  for (unsigned char *p : big)
+    defero_free(p);
+  EXPECT_EQ(liveBytes(), live_before);
+  // Their runs are free 64 B slots again: 64 B blocks take them before
+  // any fresh span.
+  std::vector<void *> again;
+  std::size_t back = 0;
+  for (int i = 0; i < 16384; ++i) {
+    again.push_back(defero_malloc(64));
+    back += sparse.holds(again.back());
+  }
+  EXPECT_GE(back, 16384u * 9 / 10);
+  for (void *p : again)
+    defero_free(p);
+  sparse.checkAndFree();
+}
+
+TEST(CApiFreshHeap, AGangFreedByAnotherThreadGoesHome) {
+  SparseSpans sparse;
+  const long long live_before = liveBytes();
+  std::vector<unsigned char *> big;
+  for (int i = 0; i < 4096; ++i) {
+    big.push_back(static_cast<unsigned char *>(defero_malloc(256)));
+    std::memset(big.back(), i & 0xFF, 256);
+  }
+  std::thread([&] {
+    for (std::size_t i = 0; i < big.size(); ++i) {
+      for (int b = 0; b < 256; ++b)
+        ASSERT_EQ(big[i][b], static_cast<unsigned char>(i & 0xFF)) << "block " << i;
+      defero_free(big[i]);
+    }
+  }).join();
+  // The owner collects them on its next refill: their runs serve again.
+  std::vector<void *> again;
+  std::size_t over = 0;
+  for (int i = 0; i < 4096; ++i) {
+    again.push_back(defero_malloc(256));
+    over += sparse.holds(again.back());
+  }
+  EXPECT_GE(over, 4096u * 9 / 10);
+  for (void *p : again)
+    defero_free(p);
+  EXPECT_EQ(liveBytes(), live_before);
+  sparse.checkAndFree();
+}
+
+TEST(CApiFreshHeap, AGangFreedTwiceOrInsideIsReported) {
+  SparseSpans sparse;
+  void *p = nullptr;
+  for (int i = 0; i < 64 && !(p && sparse.holds(p)); ++i)
+    p = defero_malloc(256);
+  ASSERT_TRUE(sparse.holds(p)) << "no block of 256 B became a gang";
+  auto *q = static_cast<unsigned char *>(defero_malloc(256));
+  ASSERT_TRUE(sparse.holds(q));
+  EXPECT_DEATH(defero_free(q + 16), test::fatalLine("defero_free", q + 16, test::kInterior));
+  EXPECT_DEATH(defero_free(q + 32), test::fatalLine("defero_free", q + 32, test::kInterior));
+  // (q + 48 is the start of the run's second slot: free's fast path takes
+  // it for a 64 B block. Such a pointer inside a gang is not told from a
+  // block in the release build; the checked build has no gangs.)
+  defero_free(p);
+  EXPECT_DEATH(defero_free(p), test::fatalLine("defero_free", p, test::kInterior));
+  EXPECT_EQ(defero_usable_size(p), 0u);
+  defero_free(q);
 }
 
 // A thread whose sizes have moved on keeps no span pinned by the blocks on

@@ -188,6 +188,7 @@ public:
       w = 0;
     pg->initFree();
     pg->cells = false;
+    pg->no_gang_m = 0; // (another slot size: its runs are other runs)
   }
 
   /// Metadata memory (zeroed) for the heaps built on this arena.

@@ -123,7 +123,15 @@ private:
 
   void freeHome(void *p) {
     SlotPage *pg = PageArena::get().spanOf(p);
-    this->freeLocal(pg, pg->slotAt(p), "free");
+    const unsigned i = pg->slotAt(p);
+    if (__builtin_expect(i == kNoSlot, 0)) { // a gang's block (SpanHeap::gangOf)
+      typename Super::Gang g;
+      if (!Super::gangOf(pg, p, g))
+        os::fatal_pointer("free", p, "pointer is inside a block, not its start");
+      this->freeGang(pg, p, g, "free");
+      return;
+    }
+    this->freeLocal(pg, i, "free");
   }
 
   void send(Outbox &o) {

@@ -176,6 +176,30 @@ struct alignas(64) SlotPage {
   /// `used` when trimIdle last looked here (0: never): it looks again only
   /// once a free has lowered it.
   std::uint16_t trim_used = 0;
+  /// SpanHeap::gangMalloc found no run of no_gang_m free slots in one word
+  /// here when `used` was no_gang_used (0: never looked): it looks again
+  /// for as many only once used has fallen below that.
+  std::uint16_t no_gang_used = 0;
+  std::uint8_t no_gang_m = 0;
+
+  /// The first slot of a run of m (1..64) free slots within one bitmap
+  /// word, lowest first, or kNoSlot: per word with a free slot, log2(m)
+  /// shifts and ands.
+  unsigned findRun(unsigned m) const {
+    for (std::uint64_t s = summary; s; s &= s - 1) {
+      const unsigned w = static_cast<unsigned>(__builtin_ctzll(s));
+      std::uint64_t x = free[w];
+      // x bit j: slots j .. j + have - 1 of the word all free.
+      for (unsigned have = 1; have < m && x;) {
+        const unsigned step = have < m - have ? have : m - have;
+        x &= x >> step;
+        have += step;
+      }
+      if (x)
+        return w * kWordBits + static_cast<unsigned>(__builtin_ctzll(x));
+    }
+    return kNoSlot;
+  }
 
   /// Marks every slot free (a fresh span).
   void initFree() {

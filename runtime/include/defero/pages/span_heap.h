@@ -154,6 +154,8 @@ public:
     /// Bytes of Empty spans given back to the OS, and of those taken into
     /// use again (their pages come back, zeroed, as they are touched).
     OwnerCounter released, refaulted;
+    /// Blocks made as gangs (gangMalloc).
+    OwnerCounter ganged;
   } count;
 
   /// The node this thread placed last by a hint, and what the hinted fast
@@ -403,6 +405,137 @@ public:
     return pg;
   }
 
+  // --- gangs ---------------------------------------------------------------
+  //
+  // A block of class cls laid over a run of free slots of another class's
+  // span, when cls would otherwise grow the heap by a span: a 16-byte
+  // header in the run's first slot, then the block (so it is never a slot
+  // start: free's fast path sends it to the slow path, which reads the
+  // header). Free memory crosses classes while a span still holds live
+  // blocks: the 10% of a phase's blocks that outlive it no longer pin the
+  // phase's memory away from the next phase's sizes (soak_phases), nor a
+  // compiler's freed small blocks away from its next sizes (cc1plus's
+  // trace). The run lies within one bitmap word (up to 64 slots); the
+  // span must have slots of 32 bytes or more, a multiple of 16 (the block
+  // stays 16-byte aligned and 16 bytes off every slot start), and the run
+  // may waste at most half the block's need. Only the owner makes and
+  // frees them in its spans' bitmaps; another thread's free goes home as
+  // any block's does (RemoteFreeLayer).
+
+  static constexpr std::size_t kGangHeader = 16;
+  /// A gang's header: its check word (kGangMagic ^ the block's address)
+  /// and kGangTag << 16 | m << 8 | cls. Cleared when the gang is freed.
+  static constexpr std::uint64_t kGangMagic = 0x9e3779b97f4a7c15u;
+  static constexpr std::uint64_t kGangTag = 0x67616e67u << 16; // ("gang")
+  struct Gang {
+    unsigned slot, m, cls; ///< the run's first slot and length, the block's class
+  };
+
+  /// Slots of `slot_bytes` a gang of `need` bytes (a class's block and the
+  /// header) takes, or 0 if such a span may not hold one.
+  static unsigned gangSlots(std::size_t need, std::uint32_t slot_bytes) {
+    if (slot_bytes < 32 || slot_bytes % 16 != 0)
+      return 0;
+    const std::size_t m = (need + slot_bytes - 1) / slot_bytes;
+    return m <= kWordBits && m * slot_bytes * 2 <= need * 3 ? static_cast<unsigned>(m) : 0;
+  }
+
+  /// Whether p is a gang's block in pg (its header well formed, its run
+  /// within pg's slots and one word); its run and class in g. Reads only
+  /// the header (any thread: the block is the caller's to free).
+  static bool gangOf(const SlotPage *pg, const void *p, Gang &g) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (pg->slot_bytes < 32 || pg->slot_bytes % 16 != 0 || a < pg->start + kGangHeader)
+      return false;
+    const unsigned i = pg->slotAt(reinterpret_cast<const void *>(a - kGangHeader));
+    if (i == kNoSlot)
+      return false;
+    const auto *h = reinterpret_cast<const std::uint64_t *>(a - kGangHeader);
+    const std::uint64_t info = h[1];
+    if (h[0] != (kGangMagic ^ a) || (info & ~std::uint64_t{0xFFFF}) != kGangTag)
+      return false;
+    g = {i, static_cast<unsigned>(info >> 8 & 0xFF), static_cast<unsigned>(info & 0xFF)};
+    return g.cls < kClasses && g.m != 0 && i % kWordBits + g.m <= kWordBits &&
+           i + g.m <= pg->slots && gangSlots(kbit::kClassBytes[g.cls] + kGangHeader,
+                                             pg->slot_bytes) == g.m;
+  }
+
+  /// Whether the next Current span of class cls would make the heap
+  /// grow: no Avail span of the class, and no resident Empty span of it or
+  /// of another class to make over (only fresh ones, or Empty spans whose
+  /// memory went back to the OS: their pages fault in anew). An Empty
+  /// list's newest span is at its head, and the oldest go back first.
+  bool wouldCarve(unsigned cls) const {
+    if (avail_[cls] || residentEmpty(cls))
+      return false;
+    const std::size_t bytes = PageArena::spanBytes(cls);
+    for (unsigned c = 0; c < kClasses; ++c)
+      if (residentEmpty(c) && PageArena::spanBytes(c) == bytes)
+        return false;
+    return true;
+  }
+  bool residentEmpty(unsigned c) const { return empty_[c] && !empty_[c]->released; }
+
+  /// A block of class cls as a gang in one of this heap's Avail spans of
+  /// another class, counted as an allocation of cls; nullptr if none of
+  /// the kGangScan spans looked at (a rover over the classes' Avail lists,
+  /// a span looked at again for as long a run only once a free lowered its
+  /// `used`) has a run for it. Call it when cls would grow (wouldCarve).
+  void *gangMalloc(unsigned cls) {
+    const std::size_t need = kbit::kClassBytes[cls] + kGangHeader;
+    unsigned c = gang_cls_;
+    SlotPage *pg = gang_at_;
+    if (!pg || pg->state != SpanState::Avail || pg->cls != c || pg->owner != this)
+      pg = avail_[c];
+    for (unsigned n = 0; n < kGangScan; ++n) {
+      if (!pg) {
+        c = c + 1 == kClasses ? 0 : c + 1;
+        pg = avail_[c];
+        continue;
+      }
+      SlotPage *next = pg->next;
+      const unsigned m = c == cls ? 0 : gangSlots(need, pg->slot_bytes);
+      if (m && pg->cached_word == kNoWord &&
+          !(pg->no_gang_m && m >= pg->no_gang_m && pg->used >= pg->no_gang_used)) {
+        if (const unsigned j = pg->findRun(m); j != kNoSlot) {
+          gang_cls_ = c;
+          gang_at_ = pg;
+          return makeGang(pg, j, m, cls);
+        }
+        pg->no_gang_m = static_cast<std::uint8_t>(m);
+        pg->no_gang_used = pg->used;
+      }
+      pg = next;
+    }
+    gang_cls_ = c;
+    gang_at_ = pg;
+    return nullptr;
+  }
+  /// Spans (and classes with none) gangMalloc looks at a call, at most.
+  static constexpr unsigned kGangScan = 64;
+
+  /// Frees gang g (gangOf) at p, of pg, a span this heap owns: its run
+  /// back to the bitmap. `call` names the API entry in the one-line
+  /// report of a run found free already (a corrupted header).
+  void freeGang(SlotPage *pg, void *p, const Gang &g, const char *call) {
+    const unsigned w = g.slot / kWordBits;
+    const std::uint64_t mask = (g.m == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << g.m) - 1)
+                               << (g.slot % kWordBits);
+    const std::uint64_t f = pg->free[w];
+    if (f & mask)
+      os::fatal_pointer(call, p, "double free (block is already free)");
+    auto *h = reinterpret_cast<std::uint64_t *>(static_cast<char *>(p) - kGangHeader);
+    h[0] = 0;
+    h[1] = 0;
+    pg->free[w] = f | mask;
+    pg->used = static_cast<std::uint16_t>(pg->used - g.m);
+    if (f == 0 || pg->used == 0)
+      noteRoom(pg, w);
+  }
+
+  /// Gangs made (ever).
+  std::uint64_t ganged() const { return count.ganged.get(); }
+
   /// Slots of class cls in this heap's spans, whatever their state (a
   /// span's class changes only when it is made over).
   std::uint64_t heldSlots(unsigned cls) const {
@@ -441,9 +574,15 @@ public:
   SlotPage *takeEmpty(unsigned cls) {
     while (SlotPage *pg = empty_[cls]) {
       unlink(pg);
+      const bool refaults = pg->released;
       leaveEmpty(pg);
-      if (pg->used == 0)
+      if (pg->used == 0) {
+        // Its memory went back to the OS: taking it grows the heap as a
+        // fresh span would (trimIdle).
+        if (refaults)
+          trimIdle(PageArena::spanBytes(cls));
         return pg;
+      }
       if (pg->hasRoom()) {
         pg->state = SpanState::Avail;
         push(avail_[cls], pg);
@@ -674,6 +813,45 @@ public:
   static constexpr unsigned kTrimScan = 64;
 
 private:
+  /// Takes the m free slots from slot j of pg (one word) for a gang of
+  /// class cls: the header written, pg off the Avail list if it is full
+  /// now, its trimmed pages the run covers counted as taken again.
+  void *makeGang(SlotPage *pg, unsigned j, unsigned m, unsigned cls) {
+    const unsigned w = j / kWordBits;
+    const std::uint64_t mask = (m == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << m) - 1)
+                               << (j % kWordBits);
+    const std::uint64_t f = pg->free[w] & ~mask;
+    pg->free[w] = f;
+    if (!f)
+      pg->summary &= ~(std::uint64_t{1} << w);
+    pg->used = static_cast<std::uint16_t>(pg->used + m);
+    if (!pg->hasRoom()) {
+      if (gang_at_ == pg)
+        gang_at_ = pg->next;
+      unlink(pg);
+      pg->state = SpanState::Full;
+    }
+    const std::uintptr_t a = pg->start + std::uintptr_t{j} * pg->slot_bytes;
+    if (pg->gone_pages) {
+      const std::uintptr_t base = PageArena::spanBase(pg);
+      const std::uintptr_t lo = (a - base) / os::kPageBytes,
+                           hi = (a + std::uintptr_t{m} * pg->slot_bytes - 1 - base) / os::kPageBytes;
+      const auto pages = static_cast<std::uint16_t>(((std::uint32_t{1} << (hi + 1)) - 1) &
+                                                    ~((std::uint32_t{1} << lo) - 1));
+      if (const unsigned back = popcount64(pg->gone_pages & pages)) {
+        noteRefaulted(std::size_t{back} * os::kPageBytes);
+        pg->gone_pages &= static_cast<std::uint16_t>(~pages);
+      }
+    }
+    auto *h = reinterpret_cast<std::uint64_t *>(a);
+    const std::uintptr_t p = a + kGangHeader;
+    h[0] = kGangMagic ^ p;
+    h[1] = kGangTag | std::uint64_t{m} << 8 | cls;
+    count.allocs[cls].add(1);
+    count.ganged.add(1);
+    return reinterpret_cast<void *>(p);
+  }
+
   std::size_t trimSpan(SlotPage *pg, unsigned pages) {
     const std::uintptr_t base = PageArena::spanBase(pg);
     const auto idle = static_cast<std::uint16_t>(pg->idlePages(base, pages));
@@ -756,6 +934,8 @@ protected:
   SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
   unsigned trim_cls_ = 0;       // trimIdle's place: the class
   SlotPage *trim_at_ = nullptr; // and the span on its Avail list
+  unsigned gang_cls_ = 0;       // gangMalloc's place: the class
+  SlotPage *gang_at_ = nullptr; // and the span on its Avail list
 
 private:
   /// Slots of class c taken by this heap's thread less its frees of the

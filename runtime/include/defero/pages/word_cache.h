@@ -271,24 +271,33 @@ public:
 
   /// A slot of class cls, refilling the cache (and the Current span) if
   /// needed; nullptr when the window is exhausted.
-  void *malloc(unsigned cls) {
+  void *malloc(unsigned cls, bool gang = false) {
     if (void *h = words_[cls].head)
       return popFreed(&words_[cls], h);
     if (hasCached(cls))
       return takeCachedChecked(cls);
-    return mallocSlow(cls);
+    return mallocSlow(cls, gang);
   }
 
   /// Refills the word cache of class cls from the Current span (after
   /// collecting remote frees; a full span gives way to the next Current)
-  /// and takes a slot.
-  __attribute__((noinline)) void *mallocSlow(unsigned cls) {
+  /// and takes a slot. With `gang` (a block that needs no more than
+  /// 16-byte alignment), when the next Current would be a fresh span, a
+  /// gang over another class's free slots instead if there is one
+  /// (SpanHeap::gangMalloc; the cache stays empty: the next malloc of the
+  /// class comes here again).
+  __attribute__((noinline)) void *mallocSlow(unsigned cls, bool gang = false) {
     if (this->hasOutbox())
       this->flushOutbox();
     this->collectRemote();
     SlotPage *pg = this->current(cls);
     if (!pg->hasRoom()) {
       reclaimIfGrowing(cls);
+      if (gang && this->wouldCarve(cls))
+        if (void *p = this->gangMalloc(cls)) {
+          notePlacedBytes(kbit::kClassBytes[cls]);
+          return p;
+        }
       pg = this->replaceCurrent(cls);
       if (!pg)
         return nullptr;
