@@ -11,7 +11,12 @@
 // length), else a fresh span; a container's run takes an Empty span first,
 // so a heap that builds and frees the same containers again and again
 // reuses their memory instead of growing (mimalloc's page retirement), and
-// one whose sizes shift reuses the spans the sizes it left emptied.
+// one whose sizes shift reuses the spans the sizes it left emptied. Before
+// it grows (a fresh span, or an Empty one whose memory went back to the
+// OS), a plain malloc's block lies over a run of free slots of another
+// class's span if one has it (a gang: gangMalloc), so the spans the sizes
+// it left keep no free memory from the sizes it moved to while a few of
+// their blocks live on.
 //
 // Costs: free by the owner, the bit set and `used` (the summary and the
 // lists only when the slot's word had no free slot); counters, one `add` to
