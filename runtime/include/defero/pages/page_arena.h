@@ -189,6 +189,7 @@ public:
     pg->initFree();
     pg->cells = false;
     pg->no_gang_m = 0; // (another slot size: its runs are other runs)
+    pg->gang_word = 0;
   }
 
   /// Metadata memory (zeroed) for the heaps built on this arena.

@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "defero/platform/os.h"
 
@@ -181,23 +182,28 @@ struct alignas(64) SlotPage {
   /// for as many only once used has fallen below that.
   std::uint16_t no_gang_used = 0;
   std::uint8_t no_gang_m = 0;
+  /// The word where gangMalloc found its last run here (its next search
+  /// starts there).
+  std::uint8_t gang_word = 0;
 
   /// The first slot of a run of m (1..64) free slots within one bitmap
-  /// word, lowest first, or kNoSlot: per word with a free slot, log2(m)
-  /// shifts and ands.
-  unsigned findRun(unsigned m) const {
-    for (std::uint64_t s = summary; s; s &= s - 1) {
-      const unsigned w = static_cast<unsigned>(__builtin_ctzll(s));
-      std::uint64_t x = free[w];
-      // x bit j: slots j .. j + have - 1 of the word all free.
-      for (unsigned have = 1; have < m && x;) {
-        const unsigned step = have < m - have ? have : m - have;
-        x &= x >> step;
-        have += step;
+  /// word, from word `from` round the span, lowest first within a word,
+  /// or kNoSlot: per word with a free slot, log2(m) shifts and ands.
+  unsigned findRun(unsigned m, unsigned from = 0) const {
+    const std::uint64_t ahead = summary & (~std::uint64_t{0} << (from % kWordBits));
+    for (const std::uint64_t part : {ahead, summary & ~ahead})
+      for (std::uint64_t s = part; s; s &= s - 1) {
+        const unsigned w = static_cast<unsigned>(__builtin_ctzll(s));
+        std::uint64_t x = free[w];
+        // x bit j: slots j .. j + have - 1 of the word all free.
+        for (unsigned have = 1; have < m && x;) {
+          const unsigned step = have < m - have ? have : m - have;
+          x &= x >> step;
+          have += step;
+        }
+        if (x)
+          return w * kWordBits + static_cast<unsigned>(__builtin_ctzll(x));
       }
-      if (x)
-        return w * kWordBits + static_cast<unsigned>(__builtin_ctzll(x));
-    }
     return kNoSlot;
   }
 

@@ -471,14 +471,24 @@ public:
   /// memory went back to the OS: their pages fault in anew). An Empty
   /// list's newest span is at its head, and the oldest go back first.
   bool wouldCarve(unsigned cls) const {
-    if (avail_[cls] || residentEmpty(cls))
+    if (avail_[cls])
       return false;
-    const std::size_t bytes = PageArena::spanBytes(cls);
-    for (unsigned c = 0; c < kClasses; ++c)
-      if (residentEmpty(c) && PageArena::spanBytes(c) == bytes)
+    for (std::uint64_t m = empty_mask_ & kSameSpanBytes[cls]; m; m &= m - 1)
+      if (residentEmpty(static_cast<unsigned>(__builtin_ctzll(m))))
         return false;
     return true;
   }
+  /// Per class, the classes whose spans are as long as its own (bit c).
+  static constexpr auto kSameSpanBytes = [] {
+    std::array<std::uint64_t, kClasses> m{};
+    for (unsigned c = 0; c < kClasses; ++c)
+      for (unsigned d = 0; d < kClasses; ++d)
+        if (kbit::spanBytesFor(kbit::kClassBytes[c], PageArena::kPageBytes) ==
+            kbit::spanBytesFor(kbit::kClassBytes[d], PageArena::kPageBytes))
+          m[c] |= std::uint64_t{1} << d;
+    return m;
+  }();
+  static_assert(kClasses <= 64, "a class mask is one word");
   bool residentEmpty(unsigned c) const { return empty_[c] && !empty_[c]->released; }
 
   /// A block of class cls as a gang in one of this heap's Avail spans of
@@ -502,7 +512,8 @@ public:
       const unsigned m = c == cls ? 0 : gangSlots(need, pg->slot_bytes);
       if (m && pg->cached_word == kNoWord &&
           !(pg->no_gang_m && m >= pg->no_gang_m && pg->used >= pg->no_gang_used)) {
-        if (const unsigned j = pg->findRun(m); j != kNoSlot) {
+        if (const unsigned j = pg->findRun(m, pg->gang_word); j != kNoSlot) {
+          pg->gang_word = static_cast<std::uint8_t>(j / kWordBits);
           gang_cls_ = c;
           gang_at_ = pg;
           return makeGang(pg, j, m, cls);
@@ -579,6 +590,8 @@ public:
   SlotPage *takeEmpty(unsigned cls) {
     while (SlotPage *pg = empty_[cls]) {
       unlink(pg);
+      if (!empty_[cls])
+        empty_mask_ &= ~(std::uint64_t{1} << cls);
       const bool refaults = pg->released;
       leaveEmpty(pg);
       if (pg->used == 0) {
@@ -696,6 +709,7 @@ protected:
     pg->state = SpanState::Empty;
     pg->cells = false; // (no list is left in it)
     push(empty_[pg->cls], pg);
+    empty_mask_ |= std::uint64_t{1} << pg->cls;
     const std::uint32_t now = os::now_ms();
     pg->empty_ms = now;
     pg->released = false;
@@ -930,6 +944,7 @@ protected:
   SlotPage *cur_[kClasses];
   SlotPage *avail_[kClasses] = {};
   SlotPage *empty_[kClasses] = {};
+  std::uint64_t empty_mask_ = 0; // bit c: empty_[c] is not null
   unsigned k_;
   unsigned class_shift_; // a K-class spans 2^class_shift_ bytes
   SlotPage *rover_[kClasses] = {}; // takeWithGroup's place in avail_
