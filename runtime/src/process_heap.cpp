@@ -465,31 +465,22 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
   std::size_t old;
   if (SlotPage *pg = PageArena::get().spanOf(p)) {
     const unsigned i = pg->slotAt(p);
-    if (i == pages::kNoSlot) {
-      pages::SpanHeap::Gang g;
+    bool small_class = pg->cls == 0;
+    if (pages::SpanHeap::Gang g; i == pages::kNoSlot) {
       if (!kGangs || !pages::SpanHeap::gangOf(pg, p, g))
         os::fatal_pointer(call, p, "pointer is inside a block, not its start");
-      old = kbit::kClassBytes[g.cls];
-      if (sz <= old && sz > old / 2) {
-        if (trace_.enabled())
-          trace_.onRealloc(p, p, sz);
-        return p;
-      }
-      void *q = malloc(sz);
-      if (!q)
-        return nullptr; // p untouched, errno = ENOMEM
-      std::memcpy(q, p, old < sz ? old : sz);
-      free(p, call);
-      return q;
+      old = kbit::kClassBytes[g.cls]; // (a gang's block: SpanHeap::gangMalloc)
+      small_class = false;
+    } else {
+      if ((pg->owner == tls.heap && tls.heap->isFree(pg, i)) ||
+          (kCanaryBytes == 0 && LocalHeap::marked(p))) // (on a free stack)
+        os::fatal_pointer(call, p, "pointer is not a live block of this heap");
+      checkCanary(p, pg->slot_bytes, call);
+      old = pg->slot_bytes - kCanaryBytes;
     }
-    if ((pg->owner == tls.heap && tls.heap->isFree(pg, i)) ||
-        (kCanaryBytes == 0 && LocalHeap::marked(p))) // (on a free stack)
-      os::fatal_pointer(call, p, "pointer is not a live block of this heap");
-    checkCanary(p, pg->slot_bytes, call);
-    old = pg->slot_bytes - kCanaryBytes;
     // Same class, or a smaller request that still needs more than half the
     // slot: keep the block.
-    if (sz <= old && (sz + kCanaryBytes > old / 2 || pg->cls == 0)) {
+    if (sz <= old && (sz + kCanaryBytes > old / 2 || small_class)) {
       if (trace_.enabled())
         trace_.onRealloc(p, p, sz);
       return p;

@@ -24,6 +24,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "defero/defero.h"
+
 namespace {
 
 std::uintptr_t addr(const void *p) { return reinterpret_cast<std::uintptr_t>(p); }
@@ -444,6 +446,73 @@ TEST(GlibcSemantics, UsableSizeOnEveryPath) {
   char *s = strdup("usable");
   EXPECT_GE(malloc_usable_size(s), 7u);
   std::free(s);
+}
+
+// A block of a class that would grow the heap lies over a run of another
+// class's free slots (a gang: SpanHeap::gangMalloc), 16 bytes past a slot
+// start. realloc, calloc and malloc_usable_size serve it as any block; an
+// aligned request never gets one. The release build must make one here;
+// the checked build makes none (its canary ends a slot).
+TEST(GlibcSemantics, ReallocCallocAndUsableSizeOfAGangsBlock) {
+  // 64 B blocks over 64 spans, every 8th kept: runs of 7 free slots.
+  std::vector<void *> all, keep;
+  std::set<std::uintptr_t> spans;
+  for (int i = 0; i < 64 * 1024; ++i) {
+    all.push_back(std::malloc(64));
+    spans.insert(addr(all.back()) >> 16);
+  }
+  for (std::size_t i = 0; i < all.size(); ++i)
+    (i % 8 == 0 ? keep.push_back(all[i]) : std::free(all[i]));
+  const auto gang = [&](const void *p) { return spans.count(addr(p) >> 16) && addr(p) % 64 == 16; };
+  std::vector<void *> big;
+  void *g = nullptr;
+  for (int i = 0; i < 4096 && !g; ++i) {
+    big.push_back(std::malloc(256));
+    if (gang(big.back()))
+      g = big.back();
+  }
+  char *stats = nullptr;
+  std::size_t len = 0;
+  FILE *f = open_memstream(&stats, &len);
+  ASSERT_EQ(defero_stats_json(f), 0);
+  std::fclose(f);
+  const bool checked = std::strstr(stats, "\"checked\": true") != nullptr;
+  std::free(stats);
+  if (checked) {
+    EXPECT_EQ(g, nullptr) << "the checked build makes no gang";
+  } else {
+    ASSERT_NE(g, nullptr) << "no block of 256 B lay over the 64 B spans' free slots";
+    EXPECT_EQ(malloc_usable_size(g), 256u);
+    touch(g, 256, 0x5A);
+    EXPECT_EQ(std::realloc(g, 200), g) << "a request that still needs more than half stays";
+    void *r = std::realloc(g, 3000);
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(allIs(r, 200, 0x5A)) << "realloc kept the contents";
+    big.erase(std::find(big.begin(), big.end(), g));
+    big.push_back(r);
+    // calloc of a gang's block (memory freed before: zeroed all the same).
+    std::vector<void *> zeroed;
+    std::size_t gangs = 0;
+    for (int i = 0; i < 256; ++i) {
+      void *z = std::calloc(1, 256);
+      ASSERT_TRUE(allIs(z, 256, 0)) << "calloc " << i;
+      gangs += gang(z);
+      zeroed.push_back(z);
+    }
+    EXPECT_GT(gangs, 0u);
+    for (void *z : zeroed)
+      std::free(z);
+  }
+  // An aligned request is never a gang.
+  for (int i = 0; i < 256; ++i) {
+    void *a = memalign(64, 256);
+    EXPECT_EQ(addr(a) % 64, 0u);
+    big.push_back(a);
+  }
+  for (void *p : big)
+    std::free(p);
+  for (void *p : keep)
+    std::free(p);
 }
 
 struct alignas(128) Wide {
