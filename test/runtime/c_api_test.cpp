@@ -1350,6 +1350,19 @@ struct SparseSpans {
       }
   }
   bool holds(const void *p) const { return spans.count(addr(p) >> 16) != 0; }
+  /// Makes n blocks of `size` bytes, then frees them: how many lay in the
+  /// spans.
+  std::size_t madeHere(std::size_t size, int n) const {
+    std::vector<void *> made;
+    std::size_t here = 0;
+    for (int i = 0; i < n; ++i) {
+      made.push_back(defero_malloc(size));
+      here += holds(made.back());
+    }
+    for (void *p : made)
+      defero_free(p);
+    return here;
+  }
   void checkAndFree() {
     for (std::size_t i = 0; i < keep.size(); ++i) {
       for (int b = 0; b < 64; ++b)
@@ -1391,15 +1404,7 @@ TEST(CApiFreshHeap, AGrowingClasssBlocksLieOverAnotherClasssFreeSlots) {
   EXPECT_EQ(liveBytes(), live_before);
   // Their runs are free 64 B slots again: 64 B blocks take them before
   // any fresh span.
-  std::vector<void *> again;
-  std::size_t back = 0;
-  for (int i = 0; i < 16384; ++i) {
-    again.push_back(defero_malloc(64));
-    back += sparse.holds(again.back());
-  }
-  EXPECT_GE(back, 16384u * 9 / 10);
-  for (void *p : again)
-    defero_free(p);
+  EXPECT_GE(sparse.madeHere(64, 16384), 16384u * 9 / 10);
   sparse.checkAndFree();
 }
 
@@ -1419,15 +1424,7 @@ TEST(CApiFreshHeap, AGangFreedByAnotherThreadGoesHome) {
     }
   }).join();
   // The owner collects them on its next refill: their runs serve again.
-  std::vector<void *> again;
-  std::size_t over = 0;
-  for (int i = 0; i < 4096; ++i) {
-    again.push_back(defero_malloc(256));
-    over += sparse.holds(again.back());
-  }
-  EXPECT_GE(over, 4096u * 9 / 10);
-  for (void *p : again)
-    defero_free(p);
+  EXPECT_GE(sparse.madeHere(256, 4096), 4096u * 9 / 10);
   EXPECT_EQ(liveBytes(), live_before);
   sparse.checkAndFree();
 }
