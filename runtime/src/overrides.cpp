@@ -5,7 +5,7 @@
 //
 // Cost: each entry is process_heap.h's inline fast path compiled in place
 // (malloc about 17 instructions from a free stack, 22 from a word cache;
-// free about 34), no stack frame, no lock, no atomic read-modify-write
+// free about 32), no stack frame, no lock, no atomic read-modify-write
 // (test: runtime.fast_paths_no_atomic_rmw_*); anything else is a tail call
 // to the full path.
 #include <cerrno>

@@ -19,7 +19,7 @@
 // load and a pop from the class's free stack (the block this thread freed
 // last) or a take from its word cache (22 instructions); free of a block
 // of a span where no hint placed is a push onto the calling thread's free
-// stack (about 34), free by the owner of a placed span's block is
+// stack (about 32), free by the owner of a placed span's block is
 // PageArena::carvedPage, one multiply for the slot and its check, a bts
 // (32). Everything else (a hint, tracing, a real-time backend, a large
 // block, another thread's placed block, a full stack) takes the

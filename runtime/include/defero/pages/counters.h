@@ -34,6 +34,26 @@ public:
 #endif
   }
   std::uint64_t get() const { return __atomic_load_n(&v_, __ATOMIC_RELAXED); }
+  /// Subtracts 1 unless the counter is 0 (then false, and nothing is
+  /// written: a counter every thread may test, such as a closed free stack
+  /// of the heap no thread owns, stays 0). A compare and a subtract in
+  /// memory on x86-64.
+  __attribute__((always_inline)) bool takeOne() {
+    bool zero;
+#if defined(__x86_64__) && !defined(DEFERO_TSAN)
+    // (A compare with memory: GCC would load the counter into a register
+    // and test it, one instruction more.)
+    asm("cmpq $0, %1" : "=@ccz"(zero) : "m"(v_));
+#else
+    zero = get() == 0;
+#endif
+    if (zero)
+      return false;
+    add(~std::uint64_t{0});
+    return true;
+  }
+  /// Sets the counter (its owner, with no other writer).
+  void set(std::uint64_t n) { __atomic_store_n(&v_, n, __ATOMIC_RELAXED); }
 
 private:
   std::uint64_t v_ = 0; // written by the asm (or __atomic_store_n), read atomically

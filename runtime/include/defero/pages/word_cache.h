@@ -2,8 +2,9 @@
 // stack (blocks freed last, LIFO), else from one bitmap word per size
 // class, claimed whole from the Current span (layers.h).
 //
-// Free stack: a push is two stores into the freed block, the head and two
-// counters (free's fast path, about 34 instructions in all); a pop, 8.
+// Free stack: a push is a test and a subtract of the stack's room, two
+// stores into the freed block, the head and a counter (free's fast path,
+// about 32 instructions in all); a pop, 8.
 //
 // Costs: malloc hit, a tzcnt, a clear, a multiply and an add, and a test
 // that the program did not free the slot meanwhile (about 22 instructions
@@ -49,10 +50,19 @@ public:
     // The class's free stack (the free stacks, below): in the same line, so
     // that malloc and free touch one line of the heap per class.
     void *head = nullptr;  ///< the block freed last (linked through word 0)
-    OwnerCounter count;    ///< blocks on the stack
-    std::uint64_t limit = 0; ///< count's bound (0: closed, every free misses)
+    /// Blocks the stack may still take: limit less the blocks on it (so
+    /// that a push tests and counts one counter; 0: full or closed).
+    OwnerCounter room;
+    /// The stack's bound (0: closed, every free misses). Written by the
+    /// owner with relaxed atomic stores, as statistics read it (depth).
+    std::uint64_t limit = 0;
     OwnerCounter pushes;   ///< frees that pushed a block (ever)
   };
+  /// Blocks on the stack of c (any thread).
+  static std::uint64_t depth(const WordCache &c) {
+    const std::uint64_t room = c.room.get(), limit = __atomic_load_n(&c.limit, __ATOMIC_RELAXED);
+    return room < limit ? limit - room : 0; // (read mid-change by another thread)
+  }
   static_assert(sizeof(WordCache) == kClassCacheBytes,
                 "the fast paths index words_ by SlotPage::cache_off");
 
@@ -143,9 +153,11 @@ public:
   // the hinted slow path (for its class) do with all of it.
 
   /// The second word of a stacked block: a free of a block that holds it
-  /// is a double free (checked on the slow path).
+  /// is a double free (checked on the slow path). The block's address plus
+  /// an odd constant (one `lea`): an odd value some 1.5 GB above the
+  /// block, which no pointer a program stores is.
   static std::uintptr_t freedMark(const void *p) {
-    return reinterpret_cast<std::uintptr_t>(p) ^ 0x9E37'79B9'7F4A'7C15ull;
+    return reinterpret_cast<std::uintptr_t>(p) + 0x5BD1'E995u;
   }
   /// Whether p, a block of a span, carries the mark of a stacked block.
   static bool marked(const void *p) {
@@ -154,7 +166,7 @@ public:
   /// Pushes p (a block of class cls, just freed) on its stack; false if the
   /// stack is closed or full (then flushStack, or the span's bitmap).
   __attribute__((always_inline)) static bool pushFreed(WordCache *c, void *p) {
-    if (c->count.get() >= c->limit)
+    if (!c->room.takeOne())
       return false;
     auto *w = static_cast<std::uintptr_t *>(p);
     w[0] = reinterpret_cast<std::uintptr_t>(c->head);
@@ -162,7 +174,6 @@ public:
     // registers: four instructions instead of two.)
     __atomic_store_n(&w[1], freedMark(p), __ATOMIC_RELAXED);
     c->head = p;
-    c->count.add(1);
     c->pushes.add(1);
     return true;
   }
@@ -171,7 +182,7 @@ public:
     auto *w = static_cast<std::uintptr_t *>(h);
     c->head = reinterpret_cast<void *>(w[0]);
     w[1] = 0;
-    c->count.add(~std::uint64_t{0});
+    c->room.add(1);
     return h;
   }
   /// Opens the free stacks (a heap with a thread; a closed one sends every
@@ -180,13 +191,17 @@ public:
   void openStacks() {
     for (unsigned cls = 0; cls < Super::kClasses; ++cls) {
       const std::uint64_t n = kStackBytes / kbit::kClassBytes[cls];
-      words_[cls].limit = n > kMaxStack ? kMaxStack : n;
+      const std::uint64_t limit = n > kMaxStack ? kMaxStack : n;
+      __atomic_store_n(&words_[cls].limit, limit, __ATOMIC_RELAXED);
+      words_[cls].room.set(limit);
     }
   }
   /// Closes the free stacks (they must be empty: flushStack).
   void closeStacks() {
-    for (WordCache &c : words_)
-      c.limit = 0;
+    for (WordCache &c : words_) {
+      __atomic_store_n(&c.limit, std::uint64_t{0}, __ATOMIC_RELAXED);
+      c.room.set(0);
+    }
   }
   /// The free stack of class cls has room (or is closed: limit 0).
   bool stackOpen(unsigned cls) const { return words_[cls].limit != 0; }
@@ -197,7 +212,7 @@ public:
   /// their owners' remote lists. Counts nothing but flushed_.
   __attribute__((noinline)) void flushStack(unsigned cls, std::uint64_t keep) {
     WordCache &c = words_[cls];
-    const std::uint64_t n = c.count.get();
+    const std::uint64_t n = depth(c);
     if (n <= keep)
       return;
     void **link = &c.head;
@@ -218,7 +233,7 @@ public:
       ++gone;
       q = next;
     }
-    c.count.add(0 - gone);
+    c.room.add(gone);
     flushed_[cls].add(gone);
   }
   /// Every kReclaimSpans spans the heap takes (Empty, made over or fresh),
@@ -242,7 +257,7 @@ public:
   std::uint64_t stackPops() const {
     std::uint64_t n = 0;
     for (unsigned cls = 0; cls < Super::kClasses; ++cls)
-      n += words_[cls].pushes.get() - words_[cls].count.get() - flushed_[cls].get();
+      n += words_[cls].pushes.get() - depth(words_[cls]) - flushed_[cls].get();
     return n;
   }
   /// Frees of class cls this thread made: into bitmaps, and onto its stack.
@@ -261,7 +276,7 @@ public:
     std::int64_t n = 0;
     for (unsigned cls = 0; cls < Super::kClasses; ++cls) {
       const WordCache &c = words_[cls];
-      n += static_cast<std::int64_t>(c.count.get() + flushed_[cls].get()) *
+      n += static_cast<std::int64_t>(depth(c) + flushed_[cls].get()) *
            static_cast<std::int64_t>(kbit::kClassBytes[cls] - canary);
     }
     return n;
