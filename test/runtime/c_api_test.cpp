@@ -2427,6 +2427,66 @@ TEST(CApiFreshHeap, IdleMiddleSizedBlocksMergeAndServeARequestOfAnotherSize) {
   defero_free(guard);
 }
 
+// Pages of [p, p + bytes) resident now.
+std::size_t residentPages(const void *p, std::size_t bytes) {
+  std::vector<unsigned char> vec((bytes + 4095) / 4096);
+  void *page = reinterpret_cast<void *>(addr(p) & ~std::uintptr_t{4095});
+  if (mincore(page, bytes + (addr(p) & 4095), vec.data()) != 0)
+    return ~std::size_t{0};
+  std::size_t n = 0;
+  for (unsigned char c : vec)
+    n += c & 1;
+  return n;
+}
+
+// A size class that would grow the heap by a span takes a free run of the
+// thread's mid heap no longer than 4 KiB instead (memory no middle-sized
+// block fits: glibc's small chunks fill such gaps), for the classes whose
+// size is whole 256-byte units (512 B to 4 KiB); a longer run it leaves to
+// the middle-sized blocks. Its own process: a fresh heap, with no span.
+TEST(CApiFreshHeap, AGrowingClassTakesTheMidHeapsGapsOfUpTo4KiB) {
+  constexpr std::size_t kBig = 36 << 10; // past the cache: freed straight to the region
+  auto *a = static_cast<char *>(defero_malloc(kBig));
+  auto *g1 = static_cast<char *>(defero_malloc(kBig));
+  auto *b = static_cast<char *>(defero_malloc(kBig));
+  auto *g2 = static_cast<char *>(defero_malloc(kBig));
+  ASSERT_TRUE(a && g1 && b && g2);
+  ASSERT_EQ(g2, a + 3 * kBig) << "the mid heap hands out neighbouring blocks";
+  defero_free(a);
+  defero_free(b);
+  // Two runs of 144 units; blocks of 136 and 124 units leave gaps of 8
+  // (2 KiB) and 20 (5 KiB) above them.
+  auto *c = static_cast<char *>(defero_malloc(kBig - 2048));
+  ASSERT_NE(c, nullptr);
+  auto *d = static_cast<char *>(defero_malloc(kBig - 5120));
+  ASSERT_NE(d, nullptr);
+  ASSERT_NE(c, d);
+  const long long live_before = liveBytes();
+  auto *p = static_cast<char *>(defero_malloc(2000)); // the 2 KiB class: no span yet
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p, c + kBig - 2048) << "the class did not take the 2 KiB gap";
+  EXPECT_EQ(defero_usable_size(p), 2048u);
+  std::memset(p, 7, 2048);
+  EXPECT_EQ(liveBytes() - live_before, 2048) << "counted as the mid heap's block";
+  // The 1 KiB class would fit in the 5 KiB gap, but a middle-sized block
+  // would too: it takes a span.
+  auto *e = static_cast<char *>(defero_malloc(1000));
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e >= a && e < g2 + kBig) << "a 1 KiB block took a run a middle-sized block fits";
+  auto *f = static_cast<char *>(defero_malloc(4200)); // 17 units: the 5 KiB gap
+  EXPECT_EQ(f, d + kBig - 5120);
+  for (int i = 0; i < 2048; ++i)
+    ASSERT_EQ(p[i], 7);
+  defero_free(p);
+  // Freed, it is the mid heap's (its cache): the class takes it again.
+  EXPECT_EQ(defero_malloc(2000), p);
+  defero_free(p);
+  EXPECT_EQ(liveBytes(), live_before + static_cast<long long>(
+                                           defero_usable_size(e) + defero_usable_size(f)));
+  for (char *q : {c, d, e, f, g1, g2})
+    defero_free(q);
+}
+
 // A middle-sized block freed by another thread goes home to its owner's
 // heap (its lock-free list), which takes it back before its next region
 // take: the owner's next requests of that length get it again.
@@ -2563,6 +2623,47 @@ TEST(CApiMid, TwoThreadsChurningBlocksAbove32KiBKeepTheirContents) {
 
 // DEFERO_DECAY_MS=0 (its own process): the memory of middle-sized blocks
 // freed and idle goes back to the OS at the heap's next sweep.
+// A mid heap that must grow its slice's top first gives back the memory
+// of its own idle free runs, whatever their age: a program whose
+// middle-sized blocks get longer does not keep the shorter ones' memory
+// resident as well. Its own process, DEFERO_DECAY_MS=3600000: no run is
+// old enough to go back by age (ctest sets it).
+TEST(CApiDecayHour, AMidHeapThatGrowsGivesBackItsIdleRunsFirst) {
+  if (!runsWith("DEFERO_DECAY_MS", "3600000"))
+    GTEST_SKIP() << "runs with DEFERO_DECAY_MS=3600000 (ctest sets it)";
+  constexpr std::size_t kBlock = 256 << 10, kBlocks = 8;
+  std::vector<char *> blocks, guards;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<char *>(defero_malloc(kBlock)));
+    guards.push_back(static_cast<char *>(defero_malloc(40000))); // (keeps the runs apart)
+    ASSERT_TRUE(blocks.back() && guards.back());
+    std::memset(blocks.back(), 1, kBlock);
+  }
+  for (char *b : blocks)
+    defero_free(b);
+  std::size_t resident = 0;
+  for (char *b : blocks)
+    resident += residentPages(b, kBlock);
+  ASSERT_GE(resident, kBlocks * kBlock / 4096 * 9 / 10) << "freed runs went back before the growth";
+  const long long before = releasedBytes();
+  // Longer than any free run: the top grows by 4 MiB.
+  auto *big = static_cast<char *>(defero_malloc(4 << 20));
+  ASSERT_NE(big, nullptr);
+  resident = 0;
+  for (char *b : blocks)
+    resident += residentPages(b, kBlock);
+  EXPECT_LE(resident, kBlocks * kBlock / 4096 / 10) << "idle runs stayed resident as the top grew";
+  EXPECT_GE(releasedBytes(), before + static_cast<long long>(kBlocks * kBlock * 9 / 10));
+  // Reused, they are memory as any (zero-filled by the OS: contents need not survive).
+  auto *again = static_cast<char *>(defero_malloc(kBlock));
+  ASSERT_NE(again, nullptr);
+  std::memset(again, 2, kBlock);
+  defero_free(again);
+  defero_free(big);
+  for (char *g : guards)
+    defero_free(g);
+}
+
 TEST(CApiDecayNow, IdleMiddleSizedBlocksGiveTheirMemoryBack) {
   if (!runsWith("DEFERO_DECAY_MS", "0"))
     GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";

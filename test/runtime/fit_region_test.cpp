@@ -290,6 +290,26 @@ TEST(MidRegion, AnExactBinGivesItsNewestRun) {
   EXPECT_EQ(a.r.take(3 * kUnit, fresh), b[2]) << "a shorter request: the next bin up";
 }
 
+// takeFit: a free run only (never the untouched top), and only if the best
+// fitting one is no longer than asked (a size class's gaps: mallocHole).
+TEST(MidRegion, TakeFitCutsOnlyAFreeRunNoLongerThanAsked) {
+  Adopted a;
+  ASSERT_TRUE(a.ok);
+  EXPECT_EQ(a.r.takeFit(4 * kUnit), nullptr) << "no free run: took the top";
+  bool fresh;
+  std::vector<void *> b;
+  for (int i = 0; i < 4; ++i)
+    b.push_back(a.r.take((i % 2 ? 1 : (i ? 20 : 6)) * kUnit, fresh)); // 6, 1, 20, 1 units
+  ASSERT_TRUE(a.r.give(b[0], 6 * kUnit, 0));
+  ASSERT_TRUE(a.r.give(b[2], 20 * kUnit, 0));
+  EXPECT_EQ(a.r.takeFit(8 * kUnit, 16), nullptr) << "the best fit (20 units) is longer than 16";
+  EXPECT_EQ(a.r.takeFit(4 * kUnit, 16), b[0]) << "the 6-unit run, its low end";
+  EXPECT_EQ(a.r.takeFit(2 * kUnit, 16), static_cast<char *>(b[0]) + 4 * kUnit);
+  EXPECT_EQ(a.r.takeFit(1 * kUnit, 16), nullptr) << "only the 20-unit run is left";
+  EXPECT_EQ(a.r.takeFit(8 * kUnit), b[2]) << "no bound: the 20-unit run";
+  EXPECT_EQ(a.r.takeFit(0), nullptr);
+}
+
 TEST(MidRegion, MemoryGoesBackOnlyForOsPagesARunCoversWhole) {
   Adopted a;
   ASSERT_TRUE(a.ok);

@@ -13,10 +13,11 @@
 // reuses their memory instead of growing (mimalloc's page retirement), and
 // one whose sizes shift reuses the spans the sizes it left emptied. Before
 // it grows (a fresh span, or an Empty one whose memory went back to the
-// OS), a plain malloc's block lies over a run of free slots of another
-// class's span if one has it (a gang: gangMalloc), so the spans the sizes
-// it left keep no free memory from the sizes it moved to while a few of
-// their blocks live on.
+// OS), a plain malloc's block of 512 B to 4 KiB takes a gap of 4 KiB or
+// less between the mid heap's blocks if one fits it (mallocHole), else
+// lies over a run of free slots of another class's span if one has it (a
+// gang: gangMalloc), so the spans the sizes it left keep no free memory
+// from the sizes it moved to while a few of their blocks live on.
 //
 // Costs: free by the owner, the bit set and `used` (the summary and the
 // lists only when the slot's word had no free slot); counters, one `add` to
@@ -490,6 +491,25 @@ public:
   }();
   static_assert(kClasses <= 64, "a class mask is one word");
   bool residentEmpty(unsigned c) const { return empty_[c] && !empty_[c]->released; }
+
+  /// A block of class cls's size from the free memory of this heap's mid
+  /// heap (MidHeap::mallocHole: its cache, else a free run of its region),
+  /// for the classes whose size is a whole number of its 256-byte units
+  /// (512 B to 4 KiB: the same bytes as a slot); nullptr for the others,
+  /// or if it has none. Call it when cls would grow (wouldCarve). Counted
+  /// as the mid heap's block, which it is.
+  void *mallocHole(unsigned cls) {
+    if (!kHoleClass[cls])
+      return nullptr;
+    return mid.mallocHole(kbit::kClassBytes[cls]);
+  }
+  static constexpr auto kHoleClass = [] {
+    std::array<bool, kClasses> h{};
+    for (unsigned c = 0; c < kClasses; ++c)
+      h[c] = kbit::kClassBytes[c] >= 2 * MidHeap::kUnitBytes &&
+             kbit::kClassBytes[c] <= 4096 && kbit::kClassBytes[c] % MidHeap::kUnitBytes == 0;
+    return h;
+  }();
 
   /// A block of class cls as a gang in one of this heap's Avail spans of
   /// another class, counted as an allocation of cls; nullptr if none of

@@ -298,9 +298,10 @@ public:
   /// collecting remote frees; a full span gives way to the next Current)
   /// and takes a slot. With `gang` (a block that needs no more than
   /// 16-byte alignment), when the next Current would be a fresh span, a
-  /// gang over another class's free slots instead if there is one
-  /// (SpanHeap::gangMalloc; the cache stays empty: the next malloc of the
-  /// class comes here again).
+  /// gap of the mid heap (SpanHeap::mallocHole), else a gang over another
+  /// class's free slots instead if there is one (SpanHeap::gangMalloc;
+  /// the cache stays empty: the next malloc of the class comes here
+  /// again).
   __attribute__((noinline)) void *mallocSlow(unsigned cls, bool gang = false) {
     if (this->hasOutbox())
       this->flushOutbox();
@@ -308,11 +309,15 @@ public:
     SlotPage *pg = this->current(cls);
     if (!pg->hasRoom()) {
       reclaimIfGrowing(cls);
-      if (gang && this->wouldCarve(cls))
-        if (void *p = this->gangMalloc(cls)) {
+      if (gang && this->wouldCarve(cls)) {
+        void *p = this->mallocHole(cls);
+        if (!p)
+          p = this->gangMalloc(cls);
+        if (p) {
           notePlacedBytes(kbit::kClassBytes[cls]);
           return p;
         }
+      }
       pg = this->replaceCurrent(cls);
       if (!pg)
         return nullptr;

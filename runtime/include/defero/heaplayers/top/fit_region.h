@@ -132,21 +132,30 @@ public:
   void *take(std::size_t bytes, bool &fresh) {
     if (!ready_ && !reserve())
       return nullptr;
+    fresh = false;
+    if (void *p = takeFit(bytes))
+      return p;
     const std::size_t want = bytes / kPageBytes;
-    if (want == 0 || want > pages_)
-      return nullptr;
-    const auto n = static_cast<std::uint32_t>(want);
-    if (std::uint32_t r = findFit(n)) {
-      const std::uint32_t first = runs_[r].first;
-      cutLow(r, n);
-      fresh = false;
-      return address(first);
-    }
-    if (n > pages_ - top_)
+    if (want == 0 || want > pages_ - top_)
       return nullptr;
     const std::uint32_t first = top_;
-    top_ += n;
+    top_ += static_cast<std::uint32_t>(want);
     fresh = true;
+    return address(first);
+  }
+  /// A block of `bytes` (a multiple of kPageBytes, > 0) cut from a free
+  /// run by best fit, never from the untouched top; nullptr if no run
+  /// holds it, or the best-fitting one is longer than `longest` units (or
+  /// the region is not in use).
+  void *takeFit(std::size_t bytes, std::uint32_t longest = ~std::uint32_t{0}) {
+    const std::size_t want = bytes / kPageBytes;
+    if (!ready_ || want == 0 || want > pages_)
+      return nullptr;
+    const std::uint32_t r = findFit(static_cast<std::uint32_t>(want));
+    if (!r || runs_[r].pages > longest)
+      return nullptr;
+    const std::uint32_t first = runs_[r].first;
+    cutLow(r, static_cast<std::uint32_t>(want));
     return address(first);
   }
 
