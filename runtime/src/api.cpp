@@ -5,7 +5,7 @@
 //
 // Cost: a one-shot hint is a TLS load, a counter and four stores; the fused
 // entry continuing the thread's recent node about 22 instructions more than
-// an unhinted operator new (pair_cost: 90.4 a pair against 73.1), beside
+// an unhinted operator new (pair_cost: 91.0 a pair against 71.1), beside
 // any other anchor about 100 more.
 #include <atomic>
 #include <cerrno>

@@ -2,7 +2,7 @@
 // that find no heap yet, the one-shot hint's malloc (mallocFull: a
 // continuation of the thread's recent node, else placeBeside, else the
 // full placement; about 60 instructions more than a plain malloc,
-// pair_cost 136.8 a pair against 73.1), container policies, the C API's
+// pair_cost 140.9 a pair against 71.1), container policies, the C API's
 // placement calls (defero_alloc_near, defero_alloc_path), and
 // ProcessHeap::hinted, which places a hinted block when placeBeside
 // (process_heap.h) could not.
