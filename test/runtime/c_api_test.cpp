@@ -1120,6 +1120,56 @@ std::size_t residentPagesOf(const std::vector<std::uintptr_t> &spans) {
   return n;
 }
 
+/// Spans of one class whose blocks have mostly been freed: `bytes` of
+/// blocks of `size` made, then (thin) all but one in every 16 KiB freed
+/// (each span keeps 4 of its 16 pages), the survivors filled with their
+/// number.
+struct PartlyUsedSpans {
+  std::size_t size;
+  std::vector<unsigned char *> blocks, keep, gone;
+  std::vector<std::uintptr_t> spans;
+  PartlyUsedSpans(std::size_t block, std::size_t bytes) : size(block) {
+    std::set<std::uintptr_t> in;
+    for (std::size_t i = 0; i < bytes / size; ++i) {
+      auto *p = static_cast<unsigned char *>(defero_malloc(size));
+      EXPECT_NE(p, nullptr);
+      std::memset(p, 0x11, size);
+      blocks.push_back(p);
+      in.insert(addr(p) >> 16);
+    }
+    spans.assign(in.begin(), in.end());
+  }
+  /// Frees the others in a scrambled order (the class's free stack, 64 KiB
+  /// of the blocks freed first, keeps their pages in use), or with
+  /// `in_order` in the order they were made (the stacked blocks fill the
+  /// first span).
+  PartlyUsedSpans &thin(bool in_order = false) {
+    for (unsigned char *p : blocks)
+      ((addr(p) & 0x3FFF) < size ? keep : gone).push_back(p);
+    std::mt19937 rng(7);
+    if (!in_order)
+      std::shuffle(gone.begin(), gone.end(), rng);
+    for (unsigned char *p : gone)
+      defero_free(p);
+    for (std::size_t i = 0; i < keep.size(); ++i)
+      std::memset(keep[i], static_cast<int>(i & 0xFF), size);
+    return *this;
+  }
+  std::size_t pages() const { return spans.size() * 16; }
+  std::size_t resident() const { return residentPagesOf(spans); }
+  /// Checks the blocks that lived on kept their contents.
+  void check() const {
+    for (std::size_t i = 0; i < keep.size(); ++i)
+      for (std::size_t b = 0; b < size; ++b)
+        ASSERT_EQ(keep[i][b], static_cast<unsigned char>(i & 0xFF)) << "block " << i << " byte " << b;
+  }
+  void checkAndFree() {
+    check();
+    for (unsigned char *p : keep)
+      defero_free(p);
+  }
+};
+
 /// Fills 3 MiB with 48 B blocks, frees them, and returns the spans they
 /// were in.
 std::vector<std::uintptr_t> fillAndFree48() {
@@ -1246,30 +1296,10 @@ TEST(CApiDecay, EmptySpansKeepTheirMemoryForTheDelayThenGiveItBack) {
 // go back first, as much as it grows (SpanHeap::trimIdle), and the blocks
 // that live on in those spans keep their contents.
 TEST(CApiDecay, APartlyUsedSpansIdlePagesGoBackWhenTheHeapGrows) {
-  constexpr std::size_t kSize = 176, kBlocks = (std::size_t{8} << 20) / kSize;
-  std::vector<unsigned char *> blocks;
-  std::set<std::uintptr_t> spans;
-  for (std::size_t i = 0; i < kBlocks; ++i) {
-    auto *p = static_cast<unsigned char *>(defero_malloc(kSize));
-    ASSERT_NE(p, nullptr);
-    std::memset(p, 0x11, kSize);
-    blocks.push_back(p);
-    spans.insert(addr(p) >> 16);
-  }
-  // One block in every 16 KiB lives on (each span keeps 4 of its 16
-  // pages); the others are freed, in a scrambled order.
-  std::vector<unsigned char *> keep, gone;
-  for (unsigned char *p : blocks)
-    ((addr(p) & 0x3FFF) < kSize ? keep : gone).push_back(p);
-  std::mt19937 rng(7);
-  std::shuffle(gone.begin(), gone.end(), rng);
-  for (unsigned char *p : gone)
-    defero_free(p);
-  for (std::size_t i = 0; i < keep.size(); ++i)
-    std::memset(keep[i], static_cast<int>(i & 0xFF), kSize);
-  const std::vector<std::uintptr_t> span_list(spans.begin(), spans.end());
-  const std::size_t pages = span_list.size() * 16;
-  const std::size_t before = residentPagesOf(span_list);
+  PartlyUsedSpans sparse(176, std::size_t{8} << 20);
+  sparse.thin();
+  const std::size_t pages = sparse.pages();
+  const std::size_t before = sparse.resident();
   const long long released_before = releasedBytes();
   ASSERT_GE(before, pages * 9 / 10) << "the spans were never touched whole";
   // The heap grows: 8 MiB of blocks of another class, in fresh spans (a
@@ -1280,40 +1310,35 @@ TEST(CApiDecay, APartlyUsedSpansIdlePagesGoBackWhenTheHeapGrows) {
     other.push_back(defero_malloc(64));
     ASSERT_NE(other.back(), nullptr);
   }
-  const std::size_t after = residentPagesOf(span_list);
+  const std::size_t after = sparse.resident();
   // A quarter of the pages hold a block; the class's free stack (64 KiB
   // of the blocks freed last) keeps up to 372 more in use.
   EXPECT_LE(after, pages / 4 + 372 + pages / 16)
       << after << " of " << pages << " pages still resident; about a quarter hold a block";
-  EXPECT_GE(after, keep.size()) << "a page holding a live block was given back";
+  EXPECT_GE(after, sparse.keep.size()) << "a page holding a live block was given back";
   EXPECT_GE(releasedBytes() - released_before,
             static_cast<long long>((before - after) * 4096 / 2));
-  for (std::size_t i = 0; i < keep.size(); ++i)
-    for (std::size_t b = 0; b < kSize; ++b)
-      ASSERT_EQ(keep[i][b], static_cast<unsigned char>(i & 0xFF)) << "block " << i << " byte " << b;
+  sparse.check();
   // Taken again: the pages come back zeroed, the blocks whole, and
   // released_bytes falls back.
   std::vector<unsigned char *> again;
-  for (std::size_t i = 0; i < gone.size(); ++i) {
-    auto *p = static_cast<unsigned char *>(defero_malloc(kSize));
+  for (std::size_t i = 0; i < sparse.gone.size(); ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(sparse.size));
     ASSERT_NE(p, nullptr);
-    std::memset(p, static_cast<int>(i & 0xFF), kSize);
+    std::memset(p, static_cast<int>(i & 0xFF), sparse.size);
     again.push_back(p);
   }
   for (std::size_t i = 0; i < again.size(); ++i)
-    ASSERT_EQ(again[i][kSize - 1], static_cast<unsigned char>(i & 0xFF));
+    ASSERT_EQ(again[i][sparse.size - 1], static_cast<unsigned char>(i & 0xFF));
   for (unsigned char *p : again)
     defero_free(p);
-  for (unsigned char *p : keep)
-    defero_free(p);
+  sparse.checkAndFree();
   for (void *p : other)
     defero_free(p);
 }
 
-// Under DEFERO_DECAY_MS=never no idle page of a partly used span goes back
-// when the heap grows.
 // Under DEFERO_DECAY_MS=never a mid heap whose top grows keeps its idle
-// runs resident too.
+// runs resident.
 TEST(CApiDecayNever, AMidHeapThatGrowsKeepsItsIdleRuns) {
   if (!runsWith("DEFERO_DECAY_MS", "never"))
     GTEST_SKIP() << "run by ctest with DEFERO_DECAY_MS=never";
@@ -1323,6 +1348,8 @@ TEST(CApiDecayNever, AMidHeapThatGrowsKeepsItsIdleRuns) {
   EXPECT_EQ(t.released, 0);
 }
 
+// Under DEFERO_DECAY_MS=never no idle page of a partly used span goes back
+// when the heap grows.
 TEST(CApiDecayNever, APartlyUsedSpansIdlePagesStayWhenTheHeapGrows) {
   if (!runsWith("DEFERO_DECAY_MS", "never"))
     GTEST_SKIP() << "run by ctest with DEFERO_DECAY_MS=never";
@@ -1467,6 +1494,166 @@ TEST(CApiFreshHeap, AGrowingClasssBlocksLieOverAnotherClasssFreeSlots) {
   // any fresh span.
   EXPECT_GE(sparse.madeHere(64, 16384), 16384u * 9 / 10);
   sparse.checkAndFree();
+}
+
+// A span taken to be filled again (Current) whose idle pages a trim gave
+// back faults them in as it fills: the heap grows by them, so idle pages
+// of other spans go back first, as much (SpanHeap::refaultGone). Without
+// it a thread whose old sizes' survivors were being freed kept their idle
+// pages resident while it took back the trimmed pages of the spans its
+// new sizes had emptied (soak_phases).
+TEST(CApiFreshHeap, ASpansTrimmedPagesTakenBackGiveBackIdlePagesElsewhere) {
+  // (176 B blocks first: made later, they would lie over the 64 B spans'
+  // free slots, SpanHeap::gangMalloc.)
+  PartlyUsedSpans other(176, std::size_t{8} << 20);
+  PartlyUsedSpans small(64, std::size_t{4} << 20);
+  small.thin(true);
+  // The heap grows by 4 MiB of 16 B blocks (too small to lie over the
+  // freed slots): the 64 B spans' idle pages go back.
+  std::vector<void *> grow;
+  for (int i = 0; i < (4 << 20) / 16; ++i)
+    grow.push_back(defero_malloc(16));
+  ASSERT_LE(small.resident(), small.pages() / 2) << "the 64 B spans' idle pages did not go back";
+  // The 176 B spans mostly freed: their idle pages are resident.
+  other.thin();
+  const std::size_t other_before = other.resident(), small_before = small.resident();
+  ASSERT_GE(other_before, other.pages() * 9 / 10);
+  // 64 B blocks again: they fill the 64 B spans' freed slots, and fault
+  // their pages back in.
+  std::vector<unsigned char *> again;
+  for (int i = 0; i < 16384; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(64));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, i & 0xFF, 64);
+    again.push_back(p);
+  }
+  const std::size_t back_in = small.resident() - small_before;
+  const std::size_t gone = other_before - other.resident();
+  EXPECT_GE(back_in, 128u) << "the 64 B blocks did not go to their spans' trimmed pages";
+  EXPECT_GE(gone, back_in / 2) << back_in << " pages faulted back in, " << gone
+                               << " idle pages of the 176 B spans given back";
+  for (std::size_t i = 0; i < again.size(); ++i)
+    ASSERT_EQ(again[i][63], static_cast<unsigned char>(i & 0xFF));
+  other.checkAndFree();
+  small.checkAndFree();
+  for (unsigned char *p : again)
+    defero_free(p);
+  for (void *p : grow)
+    defero_free(p);
+}
+
+// A class with no span of its own with room takes a resident Empty span,
+// its own or another class's made over, before an Empty span of its own
+// whose memory went back to the OS (which faults in as a fresh span would).
+TEST(CApiFreshHeap, AResidentEmptySpanOfAnotherClassBeforeOneThatWentBack) {
+  std::set<std::uintptr_t> spans176;
+  std::vector<void *> blocks;
+  for (std::size_t i = 0; i < (std::size_t{2} << 20) / 176; ++i) {
+    blocks.push_back(defero_malloc(176));
+    spans176.insert(addr(blocks.back()) >> 16);
+  }
+  const std::vector<std::uintptr_t> old48 = fillAndFree48();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The 176 B blocks freed: their spans empty (a slow path), and the 48 B
+  // ones, empty for 300 ms, go back.
+  for (void *p : blocks)
+    defero_free(p);
+  ASSERT_LE(residentPagesOf(old48), old48.size() * 16 / 4) << "the 48 B spans did not go back";
+  // 48 B blocks again, 1 MiB: into the resident 176 B spans, made over.
+  std::size_t in176 = 0;
+  std::vector<unsigned char *> again;
+  for (std::size_t i = 0; i < (std::size_t{1} << 20) / 48; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(48));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, static_cast<int>(i & 0xFF), 48);
+    in176 += spans176.count(addr(p) >> 16);
+    again.push_back(p);
+  }
+  EXPECT_GE(in176, again.size() * 3 / 4)
+      << "of " << again.size() << " blocks of 48 B, " << in176 << " in the resident Empty 176 B spans";
+  for (std::size_t i = 0; i < again.size(); ++i)
+    ASSERT_EQ(again[i][47], static_cast<unsigned char>(i & 0xFF));
+  for (unsigned char *p : again)
+    defero_free(p);
+}
+
+// A gang takes a run of free slots whose pages are resident before one
+// over pages a trim gave back (which would fault them in while the
+// resident free slots stayed idle).
+TEST(CApiFreshHeap, AGangTakesFreeSlotsWhosePagesAreResident) {
+  PartlyUsedSpans small(64, std::size_t{4} << 20);
+  small.thin(true);
+  std::vector<void *> grow; // (as above: the 64 B spans' idle pages go back)
+  for (int i = 0; i < (4 << 20) / 16; ++i)
+    grow.push_back(defero_malloc(16));
+  const std::size_t before = small.resident();
+  ASSERT_LE(before, small.pages() / 2) << "the 64 B spans' idle pages did not go back";
+  // 256 B blocks, a class with no span: gangs of 5 slots, 12 a kept page.
+  std::vector<unsigned char *> big;
+  std::size_t over = 0;
+  for (int i = 0; i < 1024; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(256));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, i & 0xFF, 256);
+    over += std::binary_search(small.spans.begin(), small.spans.end(), addr(p) >> 16);
+    big.push_back(p);
+  }
+  EXPECT_GE(over, 1024u * 9 / 10) << "the 256 B blocks did not lie over the 64 B spans' free slots";
+  EXPECT_LE(small.resident(), before + 4)
+      << "gangs faulted in " << small.resident() - before << " pages that had gone back";
+  for (std::size_t i = 0; i < big.size(); ++i)
+    ASSERT_EQ(big[i][255], static_cast<unsigned char>(i & 0xFF));
+  for (unsigned char *p : big)
+    defero_free(p);
+  small.checkAndFree();
+  for (void *p : grow)
+    defero_free(p);
+}
+
+// A class that takes an Empty span whose memory went back grows the heap
+// as a fresh span would: the thread's mid heap gives back its oldest
+// resident free runs first, at least as much (SpanHeap::makeRoom).
+TEST(CApiFreshHeap, AnEmptySpanTakenBackMakesTheMidHeapGiveBackItsIdleRuns) {
+  const std::vector<std::uintptr_t> old48 = fillAndFree48();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  void *trigger = defero_malloc(512); // (a span needed: the 48 B ones go back)
+  ASSERT_LE(residentPagesOf(old48), old48.size() * 16 / 4) << "the 48 B spans did not go back";
+  // Freed middle-sized blocks, resident (freed just now: their delay has
+  // not passed).
+  constexpr std::size_t kBlock = 256 << 10, kBlocks = 8, kPages = kBlocks * kBlock / 4096;
+  std::vector<char *> mid, guards;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    mid.push_back(static_cast<char *>(defero_malloc(kBlock)));
+    guards.push_back(static_cast<char *>(defero_malloc(40000)));
+    ASSERT_TRUE(mid.back() && guards.back());
+    std::memset(mid.back(), 1, kBlock);
+  }
+  for (char *b : mid)
+    defero_free(b);
+  auto midResident = [&] {
+    std::size_t n = 0;
+    for (char *b : mid)
+      n += residentPages(b, kBlock);
+    return n;
+  };
+  ASSERT_GE(midResident(), kPages * 9 / 10) << "freed runs went back at once";
+  // 1 MiB of 48 B blocks: their class takes its Empty spans back.
+  std::vector<unsigned char *> again;
+  for (std::size_t i = 0; i < (std::size_t{1} << 20) / 48; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(48));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, static_cast<int>(i & 0xFF), 48);
+    again.push_back(p);
+  }
+  EXPECT_LE(midResident(), kPages * 3 / 4)
+      << midResident() << " of " << kPages << " pages of the freed middle-sized blocks resident";
+  for (std::size_t i = 0; i < again.size(); ++i)
+    ASSERT_EQ(again[i][47], static_cast<unsigned char>(i & 0xFF));
+  for (unsigned char *p : again)
+    defero_free(p);
+  for (char *g : guards)
+    defero_free(g);
+  defero_free(trigger);
 }
 
 TEST(CApiFreshHeap, AGangFreedByAnotherThreadGoesHome) {

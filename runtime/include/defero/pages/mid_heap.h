@@ -39,8 +39,9 @@
 //
 // One pool with the spans: memory the region takes that was not resident
 // (fresh, or given back) makes the heap give back as much of its Empty
-// spans' memory first (SpanHeap::releaseEmpty), and a fresh span makes it
-// give back its free runs' (releaseFree): a program whose sizes move
+// spans' memory first (SpanHeap::releaseEmpty), and a fresh span (or an
+// Empty one whose memory went back) makes it give back its free runs'
+// (releaseFree, from SpanHeap::makeRoom): a program whose sizes move
 // between the classes and the region does not hold both pools' free
 // memory resident (soak_phases, the phase from 1-4 KiB to 4-16 KiB: 623 ->
 // 405 MB). Nor the region its own: when its slice's top grows (no free

@@ -189,12 +189,16 @@ struct alignas(64) SlotPage {
   /// The first slot of a run of m (1..64) free slots within one bitmap
   /// word, from word `from` round the span, lowest first within a word,
   /// or kNoSlot: per word with a free slot, log2(m) shifts and ands.
-  unsigned findRun(unsigned m, unsigned from = 0) const {
+  /// `words`: the bitmap to search (free, or a copy with fewer bits set:
+  /// residentFree).
+  unsigned findRun(unsigned m, unsigned from = 0, const std::uint64_t *words = nullptr) const {
+    if (!words)
+      words = free;
     const std::uint64_t ahead = summary & (~std::uint64_t{0} << (from % kWordBits));
     for (const std::uint64_t part : {ahead, summary & ~ahead})
       for (std::uint64_t s = part; s; s &= s - 1) {
         const unsigned w = static_cast<unsigned>(__builtin_ctzll(s));
-        std::uint64_t x = free[w];
+        std::uint64_t x = words[w];
         // x bit j: slots j .. j + have - 1 of the word all free.
         for (unsigned have = 1; have < m && x;) {
           const unsigned step = have < m - have ? have : m - have;
@@ -205,6 +209,21 @@ struct alignas(64) SlotPage {
           return w * kWordBits + static_cast<unsigned>(__builtin_ctzll(x));
       }
     return kNoSlot;
+  }
+
+  /// The bitmap's words into out (one per word of the span), less the
+  /// slots that overlap a page that went back to the OS (gone_pages): the
+  /// free slots whose memory is resident. `base`: the span's first byte.
+  void residentFree(std::uintptr_t base, std::uint64_t *out) const {
+    const unsigned words = (slots + kWordBits - 1) / kWordBits;
+    for (unsigned w = 0; w < words; ++w)
+      out[w] = free[w];
+    for (std::uint32_t g = gone_pages; g; g &= g - 1) {
+      std::uint64_t lo, hi;
+      pageSlots(base, static_cast<unsigned>(__builtin_ctz(g)), lo, hi);
+      for (; lo < hi; ++lo)
+        out[lo / kWordBits] &= ~(std::uint64_t{1} << (lo % kWordBits));
+    }
   }
 
   /// Marks every slot free (a fresh span).
@@ -239,20 +258,27 @@ struct alignas(64) SlotPage {
   /// those read 0 in the bitmap), for p < `pages` (at most 16).
   std::uint32_t idlePages(std::uintptr_t base, unsigned pages) const {
     std::uint32_t m = 0;
-    const std::uint64_t off = start - base; // the span's colour
     for (unsigned p = 0; p < pages; ++p) {
-      const std::uint64_t lo = std::uint64_t{p} * os::kPageBytes, hi = lo + os::kPageBytes;
-      std::uint64_t first = 0, last = 0; // the slots [first, last) that overlap it
-      if (hi > off) {
-        first = lo <= off ? 0 : (lo - off) / slot_bytes;
-        last = (hi - 1 - off) / slot_bytes + 1;
-        if (last > slots)
-          last = slots;
-      }
+      std::uint64_t first, last;
+      pageSlots(base, p, first, last);
       if (first >= last || allFree(first, last))
         m |= std::uint32_t{1} << p;
     }
     return m;
+  }
+  /// The slots [first, last) that overlap OS page p of the span (which
+  /// begins at `base`); none (first >= last) if no slot does.
+  void pageSlots(std::uintptr_t base, unsigned p, std::uint64_t &first,
+                 std::uint64_t &last) const {
+    const std::uint64_t off = start - base; // the span's colour
+    const std::uint64_t lo = std::uint64_t{p} * os::kPageBytes, hi = lo + os::kPageBytes;
+    first = last = 0;
+    if (hi > off) {
+      first = lo <= off ? 0 : (lo - off) / slot_bytes;
+      last = (hi - 1 - off) / slot_bytes + 1;
+      if (last > slots)
+        last = slots;
+    }
   }
 
   /// Takes slot i, which must be free (checked: a slot handed out twice

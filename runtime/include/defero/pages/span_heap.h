@@ -355,6 +355,8 @@ public:
       return nullptr;
     pg->state = SpanState::Current;
     cur_[cls] = pg;
+    if (__builtin_expect(room_due_ != 0, 0))
+      payRoom();
     return pg;
   }
 
@@ -368,48 +370,63 @@ public:
   }
 
   /// An Empty span of class cls taken off its list, else one of another
-  /// class made over (takeOtherEmptyOrCarve).
+  /// class made over, else a fresh span (takeSomeEmptyOrCarve).
   SlotPage *takeEmptyOrCarve(unsigned cls) {
     ++taken_;
-    if (SlotPage *pg = takeEmpty(cls))
-      return pg;
-    return takeOtherEmptyOrCarve(cls);
+    return takeSomeEmptyOrCarve(cls, true);
   }
+  /// The same without cls's own Empty spans (the caller looked there).
+  SlotPage *takeOtherEmptyOrCarve(unsigned cls) { return takeSomeEmptyOrCarve(cls, false); }
 
-  /// An Empty span of another class whose spans are as long as cls's, made
-  /// over for cls (PageArena::remake), else a fresh span; nullptr when the
-  /// window is exhausted. A program whose allocation sizes shift reuses
-  /// the spans its earlier sizes emptied instead of growing by every
-  /// class's high-water mark. About 50 instructions to scan the classes,
-  /// once per span.
-  SlotPage *takeOtherEmptyOrCarve(unsigned cls) {
+private:
+  /// An Empty span whose spans are as long as cls's (its own, with `own`,
+  /// else another class's made over for it: PageArena::remake), else a
+  /// fresh span; nullptr when the window is exhausted. A program whose
+  /// allocation sizes shift reuses the spans its earlier sizes emptied
+  /// instead of growing by every class's high-water mark. Resident spans
+  /// first, any class's, then those whose memory went back (they fault in
+  /// as a fresh span would): a class whose own Empty spans had gone back
+  /// took them while another class's resident Empty span stayed idle, and
+  /// soak_phases's change from 65-256 B blocks to 257-1024 B ones grew by
+  /// 30 MB of its 64 after the gangs had served its fill (wouldCarve, which
+  /// decides when a class gangs, counts any resident Empty span). About 50
+  /// instructions a pass over the classes, once per span.
+  SlotPage *takeSomeEmptyOrCarve(unsigned cls, bool own) {
     decay(os::now_ms());
     const std::size_t bytes = PageArena::spanBytes(cls);
-    for (unsigned n = 0; n < kClasses; ++n) {
-      const unsigned c = (cls + 1 + n) % kClasses; // (from the next class up: no class is always first)
-      if (c == cls || !empty_[c] || PageArena::spanBytes(c) != bytes)
-        continue;
-      if (SlotPage *pg = takeEmpty(c)) {
-        if (recent.page == pg) { // (its node is long freed: no continuation)
-          endStreak();
-          recent.node = nullptr;
-          recent.size = ~std::size_t{0};
-          __atomic_store_n(&recent.page, const_cast<SlotPage *>(&kNoPage), __ATOMIC_RELAXED);
+    for (const bool resident : {true, false}) {
+      if (own && empty_[cls] && (!resident || !empty_[cls]->released))
+        if (SlotPage *pg = takeEmpty(cls))
+          return pg;
+      for (unsigned n = 0; n < kClasses; ++n) {
+        const unsigned c = (cls + 1 + n) % kClasses; // (from the next class up: no class is always first)
+        if (c == cls || !empty_[c] || PageArena::spanBytes(c) != bytes ||
+            (resident && empty_[c]->released))
+          continue;
+        if (SlotPage *pg = takeEmpty(c)) {
+          if (recent.page == pg) { // (its node is long freed: no continuation)
+            endStreak();
+            recent.node = nullptr;
+            recent.size = ~std::size_t{0};
+            __atomic_store_n(&recent.page, const_cast<SlotPage *>(&kNoPage), __ATOMIC_RELAXED);
+          }
+          PageArena::remake(pg, cls);
+          count.remade.add(1);
+          --spans_[c];
+          ++spans_[cls];
+          return pg;
         }
-        PageArena::remake(pg, cls);
-        count.remade.add(1);
-        --spans_[c];
-        ++spans_[cls];
-        return pg;
       }
     }
-    mid.releaseFree(PageArena::spanBytes(cls)); // (likewise, the other way)
-    trimIdle(PageArena::spanBytes(cls));
+    room_due_ += PageArena::spanBytes(cls);
+    payRoom();
     SlotPage *pg = PageArena::get().carve(cls, this);
     if (pg)
       ++spans_[cls];
     return pg;
   }
+
+public:
 
   // --- gangs ---------------------------------------------------------------
   //
@@ -532,7 +549,14 @@ public:
       const unsigned m = c == cls ? 0 : gangSlots(need, pg->slot_bytes);
       if (m && pg->cached_word == kNoWord &&
           !(pg->no_gang_m && m >= pg->no_gang_m && pg->used >= pg->no_gang_used)) {
-        if (const unsigned j = pg->findRun(m, pg->gang_word); j != kNoSlot) {
+        // (Only slots whose memory is resident: a run over pages a trim
+        // gave back would fault them in while idle resident pages
+        // elsewhere stayed so.)
+        std::uint64_t resident[kMaxWords];
+        if (pg->gone_pages)
+          pg->residentFree(PageArena::spanBase(pg), resident);
+        if (const unsigned j = pg->findRun(m, pg->gang_word, pg->gone_pages ? resident : nullptr);
+            j != kNoSlot) {
           pg->gang_word = static_cast<std::uint8_t>(j / kWordBits);
           gang_cls_ = c;
           gang_at_ = pg;
@@ -616,9 +640,9 @@ public:
       leaveEmpty(pg);
       if (pg->used == 0) {
         // Its memory went back to the OS: taking it grows the heap as a
-        // fresh span would (trimIdle).
+        // fresh span would (makeRoom, once the span is placed: payRoom).
         if (refaults)
-          trimIdle(PageArena::spanBytes(cls));
+          room_due_ += PageArena::spanBytes(cls);
         return pg;
       }
       if (pg->hasRoom()) {
@@ -755,8 +779,7 @@ protected:
       return;
     }
     dequeue(pg);
-    if (const std::size_t gone = forgetGone(pg))
-      noteRefaulted(gone);
+    refaultGone(pg);
   }
   /// Takes pg off the decay queue if it is on it (a span decay left
   /// resident because a placement took a slot of it is not).
@@ -848,6 +871,18 @@ public:
     trim_at_ = pg;
     return got;
   }
+  /// The heap is about to grow by `bytes` of memory not resident now (a
+  /// fresh span, or an Empty one whose memory went back): the mid heap's
+  /// oldest resident free runs go back first, at least as much (the other
+  /// way round from releaseEmpty), then idle pages of partly used spans
+  /// (trimIdle). One pool's free memory does not stay resident while the
+  /// other grows: soak_phases's change from 16-128 KiB blocks to 16-64 B
+  /// ones took back the classes' released Empty spans and, without the
+  /// first step there, held the mid heap's freed runs until their delay.
+  void makeRoom(std::size_t bytes) {
+    mid.releaseFree(bytes);
+    trimIdle(bytes);
+  }
   /// Spans (and classes with none) trimIdle looks at a call, at most.
   static constexpr unsigned kTrimScan = 64;
 
@@ -919,8 +954,33 @@ private:
   /// run or cell): the pages trim gave back count as taken again now.
   void leaveAvail(SlotPage *pg) {
     if (__builtin_expect(pg->gone_pages != 0, 0))
-      noteRefaulted(forgetGone(pg));
+      refaultGone(pg);
     pg->trim_used = 0;
+  }
+  /// pg, taken to be filled, has pages a trim gave back (gone_pages): they
+  /// count as taken again, and as they fault in as it fills the heap grows
+  /// by them, so the mid heap's idle runs and idle pages of other spans go
+  /// back first, as much (makeRoom, once the span is placed: payRoom).
+  /// Without it a thread whose old sizes' survivors were being freed kept
+  /// their idle pages resident while it took back the trimmed pages of the
+  /// spans its new sizes emptied: soak_phases's change from 257-1024 B
+  /// blocks to 1-4 KiB ones grew by 21 MB of 64 so.
+  void refaultGone(SlotPage *pg) {
+    if (const std::size_t bytes = forgetGone(pg)) {
+      noteRefaulted(bytes);
+      room_due_ += bytes;
+    }
+  }
+  /// Answers the growth noted in room_due_ (makeRoom), at a point where
+  /// every span is on the list its state names: the system calls it makes
+  /// must not widen the moments a span is off its list (a fork from
+  /// another thread then hands the child this heap, whose orphan sweep
+  /// frees into its spans: stress.fork_preload failed 5 runs in 8 when the
+  /// trim ran between a span's unlink and its new state).
+  void payRoom() {
+    const std::size_t bytes = room_due_;
+    room_due_ = 0;
+    makeRoom(bytes);
   }
   void noteRefaulted(std::size_t bytes) {
     count.refaulted.add(bytes);
@@ -974,6 +1034,7 @@ protected:
   SlotPage *decay_head_ = nullptr, *decay_tail_ = nullptr; // resident Empty spans
   unsigned trim_cls_ = 0;       // trimIdle's place: the class
   SlotPage *trim_at_ = nullptr; // and the span on its Avail list
+  std::size_t room_due_ = 0;    // growth makeRoom has not answered yet (payRoom)
   unsigned gang_cls_ = 0;       // gangMalloc's place: the class
   SlotPage *gang_at_ = nullptr; // and the span on its Avail list
 
