@@ -1170,6 +1170,60 @@ struct PartlyUsedSpans {
   }
 };
 
+namespace {
+/// Eight blocks of 256 KiB of the thread's mid heap (kept apart by live
+/// blocks), written and freed: resident free runs, freed just now (their
+/// delay has not passed).
+struct FreedMidBlocks {
+  static constexpr std::size_t kBlock = 256 << 10, kBlocks = 8;
+  static constexpr std::size_t kPages = kBlocks * kBlock / 4096;
+  std::vector<char *> blocks, guards;
+  FreedMidBlocks() {
+    for (std::size_t i = 0; i < kBlocks; ++i) {
+      blocks.push_back(static_cast<char *>(defero_malloc(kBlock)));
+      guards.push_back(static_cast<char *>(defero_malloc(40000)));
+      EXPECT_TRUE(blocks.back() && guards.back());
+      std::memset(blocks.back(), 1, kBlock);
+    }
+    for (char *b : blocks)
+      defero_free(b);
+    EXPECT_GE(resident(), kPages * 9 / 10) << "freed runs went back at once";
+  }
+  ~FreedMidBlocks() {
+    for (char *g : guards)
+      defero_free(g);
+  }
+  /// Their pages still resident.
+  std::size_t resident() const {
+    std::size_t n = 0;
+    for (char *b : blocks)
+      n += residentPages(b, kBlock);
+    return n;
+  }
+};
+
+/// n blocks of `size`, block i filled with i's low byte.
+std::vector<unsigned char *> madeAndFilled(std::size_t size, std::size_t n) {
+  std::vector<unsigned char *> made;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(size));
+    EXPECT_NE(p, nullptr);
+    if (!p)
+      break;
+    std::memset(p, static_cast<int>(i & 0xFF), size);
+    made.push_back(p);
+  }
+  return made;
+}
+/// Checks the last byte of each of madeAndFilled's blocks, and frees them.
+void checkAndFreeFilled(const std::vector<unsigned char *> &made, std::size_t size) {
+  for (std::size_t i = 0; i < made.size(); ++i)
+    EXPECT_EQ(made[i][size - 1], static_cast<unsigned char>(i & 0xFF)) << "block " << i;
+  for (unsigned char *p : made)
+    defero_free(p);
+}
+} // namespace
+
 /// Fills 3 MiB with 48 B blocks, frees them, and returns the spans they
 /// were in.
 std::vector<std::uintptr_t> fillAndFree48() {
@@ -1218,38 +1272,22 @@ long long releasedBytes() { return statsKey("released_bytes"); }
 // resident after the growth (before it, at least 90% were), and the
 // released_bytes the growth added.
 struct TopGrowth {
-  static constexpr std::size_t kBlock = 256 << 10, kBlocks = 8;
-  static constexpr std::size_t kPages = kBlocks * kBlock / 4096;
+  static constexpr std::size_t kPages = FreedMidBlocks::kPages;
   std::size_t resident = 0;
   long long released = 0;
   void run() {
-    std::vector<char *> blocks, guards;
-    for (std::size_t i = 0; i < kBlocks; ++i) {
-      blocks.push_back(static_cast<char *>(defero_malloc(kBlock)));
-      guards.push_back(static_cast<char *>(defero_malloc(40000)));
-      ASSERT_TRUE(blocks.back() && guards.back());
-      std::memset(blocks.back(), 1, kBlock);
-    }
-    for (char *b : blocks)
-      defero_free(b);
-    for (char *b : blocks)
-      resident += residentPages(b, kBlock);
-    ASSERT_GE(resident, kPages * 9 / 10) << "freed runs went back before the growth";
+    FreedMidBlocks freed;
     const long long before = releasedBytes();
     auto *big = static_cast<char *>(defero_malloc(4 << 20));
     ASSERT_NE(big, nullptr);
-    resident = 0;
-    for (char *b : blocks)
-      resident += residentPages(b, kBlock);
+    resident = freed.resident();
     released = releasedBytes() - before;
     // Reused, they are memory as any other.
-    auto *again = static_cast<char *>(defero_malloc(kBlock));
+    auto *again = static_cast<char *>(defero_malloc(FreedMidBlocks::kBlock));
     ASSERT_NE(again, nullptr);
-    std::memset(again, 2, kBlock);
+    std::memset(again, 2, FreedMidBlocks::kBlock);
     defero_free(again);
     defero_free(big);
-    for (char *g : guards)
-      defero_free(g);
   }
 };
 
@@ -1377,6 +1415,18 @@ TEST(CApiDecayNever, APartlyUsedSpansIdlePagesStayWhenTheHeapGrows) {
     defero_free(p);
   for (unsigned char *p : keep)
     defero_free(p);
+}
+
+// Under DEFERO_DECAY_MS=never a class that grows by fresh spans keeps the
+// mid heap's idle runs resident.
+TEST(CApiDecayNever, AGrowingClassKeepsTheMidHeapsIdleRuns) {
+  if (!runsWith("DEFERO_DECAY_MS", "never"))
+    GTEST_SKIP() << "run by ctest with DEFERO_DECAY_MS=never";
+  FreedMidBlocks mid;
+  std::vector<unsigned char *> grow = madeAndFilled(48, (std::size_t{2} << 20) / 48);
+  EXPECT_GE(mid.resident(), FreedMidBlocks::kPages * 9 / 10) << "idle runs went back under never";
+  EXPECT_EQ(releasedBytes(), 0);
+  checkAndFreeFilled(grow, 48);
 }
 
 // A neighbour hint may name a node the program has freed (the runtime
@@ -1520,24 +1570,15 @@ TEST(CApiFreshHeap, ASpansTrimmedPagesTakenBackGiveBackIdlePagesElsewhere) {
   ASSERT_GE(other_before, other.pages() * 9 / 10);
   // 64 B blocks again: they fill the 64 B spans' freed slots, and fault
   // their pages back in.
-  std::vector<unsigned char *> again;
-  for (int i = 0; i < 16384; ++i) {
-    auto *p = static_cast<unsigned char *>(defero_malloc(64));
-    ASSERT_NE(p, nullptr);
-    std::memset(p, i & 0xFF, 64);
-    again.push_back(p);
-  }
+  const std::vector<unsigned char *> again = madeAndFilled(64, 16384);
   const std::size_t back_in = small.resident() - small_before;
   const std::size_t gone = other_before - other.resident();
   EXPECT_GE(back_in, 128u) << "the 64 B blocks did not go to their spans' trimmed pages";
   EXPECT_GE(gone, back_in / 2) << back_in << " pages faulted back in, " << gone
                                << " idle pages of the 176 B spans given back";
-  for (std::size_t i = 0; i < again.size(); ++i)
-    ASSERT_EQ(again[i][63], static_cast<unsigned char>(i & 0xFF));
+  checkAndFreeFilled(again, 64);
   other.checkAndFree();
   small.checkAndFree();
-  for (unsigned char *p : again)
-    defero_free(p);
   for (void *p : grow)
     defero_free(p);
 }
@@ -1560,21 +1601,13 @@ TEST(CApiFreshHeap, AResidentEmptySpanOfAnotherClassBeforeOneThatWentBack) {
     defero_free(p);
   ASSERT_LE(residentPagesOf(old48), old48.size() * 16 / 4) << "the 48 B spans did not go back";
   // 48 B blocks again, 1 MiB: into the resident 176 B spans, made over.
+  const std::vector<unsigned char *> again = madeAndFilled(48, (std::size_t{1} << 20) / 48);
   std::size_t in176 = 0;
-  std::vector<unsigned char *> again;
-  for (std::size_t i = 0; i < (std::size_t{1} << 20) / 48; ++i) {
-    auto *p = static_cast<unsigned char *>(defero_malloc(48));
-    ASSERT_NE(p, nullptr);
-    std::memset(p, static_cast<int>(i & 0xFF), 48);
+  for (unsigned char *p : again)
     in176 += spans176.count(addr(p) >> 16);
-    again.push_back(p);
-  }
   EXPECT_GE(in176, again.size() * 3 / 4)
       << "of " << again.size() << " blocks of 48 B, " << in176 << " in the resident Empty 176 B spans";
-  for (std::size_t i = 0; i < again.size(); ++i)
-    ASSERT_EQ(again[i][47], static_cast<unsigned char>(i & 0xFF));
-  for (unsigned char *p : again)
-    defero_free(p);
+  checkAndFreeFilled(again, 48);
 }
 
 // A gang takes a run of free slots whose pages are resident before one
@@ -1589,22 +1622,14 @@ TEST(CApiFreshHeap, AGangTakesFreeSlotsWhosePagesAreResident) {
   const std::size_t before = small.resident();
   ASSERT_LE(before, small.pages() / 2) << "the 64 B spans' idle pages did not go back";
   // 256 B blocks, a class with no span: gangs of 5 slots, 12 a kept page.
-  std::vector<unsigned char *> big;
+  const std::vector<unsigned char *> big = madeAndFilled(256, 1024);
   std::size_t over = 0;
-  for (int i = 0; i < 1024; ++i) {
-    auto *p = static_cast<unsigned char *>(defero_malloc(256));
-    ASSERT_NE(p, nullptr);
-    std::memset(p, i & 0xFF, 256);
+  for (unsigned char *p : big)
     over += std::binary_search(small.spans.begin(), small.spans.end(), addr(p) >> 16);
-    big.push_back(p);
-  }
   EXPECT_GE(over, 1024u * 9 / 10) << "the 256 B blocks did not lie over the 64 B spans' free slots";
   EXPECT_LE(small.resident(), before + 4)
       << "gangs faulted in " << small.resident() - before << " pages that had gone back";
-  for (std::size_t i = 0; i < big.size(); ++i)
-    ASSERT_EQ(big[i][255], static_cast<unsigned char>(i & 0xFF));
-  for (unsigned char *p : big)
-    defero_free(p);
+  checkAndFreeFilled(big, 256);
   small.checkAndFree();
   for (void *p : grow)
     defero_free(p);
@@ -1618,41 +1643,13 @@ TEST(CApiFreshHeap, AnEmptySpanTakenBackMakesTheMidHeapGiveBackItsIdleRuns) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   void *trigger = defero_malloc(512); // (a span needed: the 48 B ones go back)
   ASSERT_LE(residentPagesOf(old48), old48.size() * 16 / 4) << "the 48 B spans did not go back";
-  // Freed middle-sized blocks, resident (freed just now: their delay has
-  // not passed).
-  constexpr std::size_t kBlock = 256 << 10, kBlocks = 8, kPages = kBlocks * kBlock / 4096;
-  std::vector<char *> mid, guards;
-  for (std::size_t i = 0; i < kBlocks; ++i) {
-    mid.push_back(static_cast<char *>(defero_malloc(kBlock)));
-    guards.push_back(static_cast<char *>(defero_malloc(40000)));
-    ASSERT_TRUE(mid.back() && guards.back());
-    std::memset(mid.back(), 1, kBlock);
-  }
-  for (char *b : mid)
-    defero_free(b);
-  auto midResident = [&] {
-    std::size_t n = 0;
-    for (char *b : mid)
-      n += residentPages(b, kBlock);
-    return n;
-  };
-  ASSERT_GE(midResident(), kPages * 9 / 10) << "freed runs went back at once";
+  FreedMidBlocks mid;
   // 1 MiB of 48 B blocks: their class takes its Empty spans back.
-  std::vector<unsigned char *> again;
-  for (std::size_t i = 0; i < (std::size_t{1} << 20) / 48; ++i) {
-    auto *p = static_cast<unsigned char *>(defero_malloc(48));
-    ASSERT_NE(p, nullptr);
-    std::memset(p, static_cast<int>(i & 0xFF), 48);
-    again.push_back(p);
-  }
-  EXPECT_LE(midResident(), kPages * 3 / 4)
-      << midResident() << " of " << kPages << " pages of the freed middle-sized blocks resident";
-  for (std::size_t i = 0; i < again.size(); ++i)
-    ASSERT_EQ(again[i][47], static_cast<unsigned char>(i & 0xFF));
-  for (unsigned char *p : again)
-    defero_free(p);
-  for (char *g : guards)
-    defero_free(g);
+  std::vector<unsigned char *> again = madeAndFilled(48, (std::size_t{1} << 20) / 48);
+  EXPECT_LE(mid.resident(), FreedMidBlocks::kPages * 3 / 4)
+      << mid.resident() << " of " << FreedMidBlocks::kPages
+      << " pages of the freed middle-sized blocks resident";
+  checkAndFreeFilled(again, 48);
   defero_free(trigger);
 }
 

@@ -820,6 +820,8 @@ public:
   /// not stay resident while the other grows (a program whose sizes moved
   /// from the classes to the mid heap would hold both).
   void releaseEmpty(std::size_t bytes) {
+    if (g_decay_ms == ~std::uint32_t{0}) // (never: nothing goes back)
+      return;
     while (bytes && decay_tail_) {
       const std::size_t got = releaseOldest();
       bytes -= got < bytes ? got : bytes;
@@ -880,6 +882,8 @@ public:
   /// ones took back the classes' released Empty spans and, without the
   /// first step there, held the mid heap's freed runs until their delay.
   void makeRoom(std::size_t bytes) {
+    if (g_decay_ms == ~std::uint32_t{0}) // (never: nothing goes back)
+      return;
     mid.releaseFree(bytes);
     trimIdle(bytes);
   }
