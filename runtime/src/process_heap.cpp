@@ -176,7 +176,7 @@ void *ProcessHeap::mallocSlow(std::size_t sz, bool *fresh, bool node) {
       return p;
   const unsigned cls = node && hint.kind && sz <= kMaxFast ? fusedClassOf(sz)
                                                            : kbit::classOf(sz + kCanaryBytes);
-  void *p = hint.kind ? hinted(h, sz, cls, hint) : h->malloc(cls, kGangs);
+  void *p = hint.kind ? hinted(h, sz, cls, hint) : h->malloc(cls, kGangs ? sz : 0);
   if (__builtin_expect(!p, 0)) // the small-object window is full
     return mallocLarge(h, sz, os::kPageBytes, fresh);
   finishSmall(h, p, cls);
@@ -469,7 +469,7 @@ void *ProcessHeap::realloc(void *p, std::size_t sz, const char *call) {
     if (pages::SpanHeap::Gang g; i == pages::kNoSlot) {
       if (!kGangs || !pages::SpanHeap::gangOf(pg, p, g))
         os::fatal_pointer(call, p, "pointer is inside a block, not its start");
-      old = kbit::kClassBytes[g.cls]; // (a gang's block: SpanHeap::gangMalloc)
+      old = pages::SpanHeap::gangBytes(pg, g); // (a gang's block: SpanHeap::gangMalloc)
       small_class = false;
     } else {
       if ((pg->owner == tls.heap && tls.heap->isFree(pg, i)) ||
@@ -549,7 +549,7 @@ std::size_t ProcessHeap::usableSize(const void *p) {
   if (SlotPage *pg = PageArena::get().spanOf(p)) {
     const unsigned i = pg->slotAt(p);
     if (pages::SpanHeap::Gang g; i == pages::kNoSlot)
-      return kGangs && pages::SpanHeap::gangOf(pg, p, g) ? kbit::kClassBytes[g.cls] : 0;
+      return kGangs && pages::SpanHeap::gangOf(pg, p, g) ? pages::SpanHeap::gangBytes(pg, g) : 0;
     // Another thread's span is read without its owner's lock-free state:
     // a block it owns is trusted to be live (as glibc does).
     if (pg->owner == tls.heap && tls.heap->isFree(pg, i))
@@ -578,7 +578,7 @@ void *mallocSlowEntry(std::size_t sz, bool node) {
 void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
   if (h == noFastHeap()) // the thread's first call, a pending hint, ...
     return mallocFull(sz);
-  if (void *p = h->mallocSlow(cls, kGangs)) {
+  if (void *p = h->mallocSlow(cls, kGangs ? sz : 0)) {
     finishSmall(h, p, cls);
     return p;
   }

@@ -1546,6 +1546,37 @@ TEST(CApiFreshHeap, AGrowingClasssBlocksLieOverAnotherClasssFreeSlots) {
   sparse.checkAndFree();
 }
 
+// A gang holds the bytes asked for, not its class's: 385 B blocks (their
+// class 448 B) take 7 of the 64 B slots with the header (448 bytes),
+// which the runs of 7 hold; as their class's 448 B (8 slots) none would
+// fit. Usable: the run less the header (432); counted as their class's.
+// (realloc of such a gang: GlibcSemantics.ReallocCallocAndUsableSizeOfAGangsBlock.)
+TEST(CApiFreshHeap, AGangHoldsTheBytesAskedForNotItsClasss) {
+  SparseSpans sparse;
+  const long long live_before = liveBytes();
+  std::vector<unsigned char *> made;
+  std::size_t over = 0;
+  for (int i = 0; i < 4096; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(385));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, i & 0xFF, 385);
+    if (sparse.holds(p)) {
+      ++over;
+      EXPECT_EQ(defero_usable_size(p), 7u * 64 - 16) << "a gang's usable size is its run's";
+    }
+    made.push_back(p);
+  }
+  EXPECT_GE(over, 4096u * 9 / 10) << "of 4096 blocks of 385 B, " << over << " in the 64 B spans";
+  EXPECT_EQ(liveBytes() - live_before, 4096 * 448) << "a gang counts as a block of its class";
+  for (std::size_t i = 0; i < made.size(); ++i)
+    for (int b = 0; b < 385; ++b)
+      ASSERT_EQ(made[i][b], static_cast<unsigned char>(i & 0xFF)) << "block " << i;
+  for (unsigned char *p : made)
+    defero_free(p);
+  EXPECT_EQ(liveBytes(), live_before);
+  sparse.checkAndFree();
+}
+
 // A span taken to be filled again (Current) whose idle pages a trim gave
 // back faults them in as it fills: the heap grows by them, so idle pages
 // of other spans go back first, as much (SpanHeap::refaultGone). Without

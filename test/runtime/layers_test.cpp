@@ -255,6 +255,42 @@ TEST(SpanArena, AdvisesHugePagesFromHugeFromOnAndNotBelow) {
   EXPECT_FALSE(hasFlag(vmFlagsOf(t.base()), "hg"));
 }
 
+TEST(SpanArena, PagesGivenBackPastHugeFromAreAdvisedAgainstHugePagesFirst) {
+  // khugepaged would collapse a huge-page range with one resident page
+  // into a huge page again, faulting in every page given back: a range
+  // that gives pages back is advised against huge pages (once), the
+  // others keep their advice, and nothing below HugeFrom is advised.
+  if (std::FILE *thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r"))
+    std::fclose(thp);
+  else
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  using Arena = SpanArena<std::size_t{1} << 24, 65536, std::size_t{4} << 20>;
+  Arena a;
+  for (int i = 0; i < 128; ++i) // 8 MiB: 4 below HugeFrom, 4 above
+    ASSERT_NE(a.malloc(65536), nullptr);
+  auto *base = reinterpret_cast<unsigned char *>(a.base());
+  for (std::size_t off = 0; off < (std::size_t{8} << 20); off += 4096)
+    base[off] = 0xA5;
+  const std::size_t mib = std::size_t{1} << 20;
+  a.giveBack(base + 6 * mib + 65536, 8192);
+  a.giveBack(base + 1 * mib, 4096);
+  a.giveBack(base + 6 * mib + 4 * 65536, 4096); // (the same range again)
+  const std::string given = vmFlagsOf(a.base() + 6 * mib);
+  const std::string kept = vmFlagsOf(a.base() + 4 * mib);
+  const std::string below = vmFlagsOf(a.base() + 1 * mib);
+  ASSERT_FALSE(given.empty());
+  EXPECT_TRUE(hasFlag(given, "nh")) << "a range that gave pages back: " << given;
+  EXPECT_FALSE(hasFlag(given, "hg")) << "a range that gave pages back: " << given;
+  EXPECT_TRUE(hasFlag(kept, "hg")) << "a range that gave nothing back: " << kept;
+  EXPECT_FALSE(hasFlag(below, "nh")) << "below HugeFrom: " << below;
+  // The pages given back read as zero; their neighbours keep their bytes.
+  EXPECT_EQ(base[6 * mib + 65536], 0);
+  EXPECT_EQ(base[6 * mib + 65536 + 4096], 0);
+  EXPECT_EQ(base[6 * mib + 65536 + 8192], 0xA5);
+  EXPECT_EQ(base[1 * mib], 0);
+  EXPECT_EQ(base[1 * mib + 4096], 0xA5);
+}
+
 // --- MmapHeap ---------------------------------------------------------------
 
 TEST(MmapHeap, MallocIsPageAlignedZeroedAndOwned) {

@@ -201,6 +201,7 @@ struct Block {
   std::uint64_t seed; // the pattern's
   std::uint32_t from; // the pattern covers [from, size)
   Role role;
+  std::size_t counted; // the bytes the statistics count (a gang: its class's)
 };
 
 /// A set with O(1) add, remove and random pick.
@@ -506,8 +507,12 @@ void Driver::adopt(void *p, std::size_t sz, Role role, std::uint32_t from, bool 
   MODEL_CHECK(a % (in_node_class ? 8 : 16) == 0,
               p << " (" << sz << " bytes) is not " << (in_node_class ? 8 : 16) << "-byte aligned");
   MODEL_CHECK(usable >= sz, p << ": usable size " << usable << " < requested " << sz);
+  // (A gang, a block laid over another class's free slots when its class
+  // would grow, holds the bytes asked for rounded up to that span's slots,
+  // at most its class's: SpanHeap::gangBytes. The checked build makes none.)
+  const bool gang = kCanaryBytes == 0 && !in_node_class && usable < classSlot(sz);
   if (sz + kCanaryBytes <= defero::kbit::kSmallTableMax)
-    MODEL_CHECK(usable + kCanaryBytes == classSlot(sz) || in_node_class,
+    MODEL_CHECK(usable + kCanaryBytes == classSlot(sz) || in_node_class || gang,
                 p << ": a request of " << sz << " bytes"
                   << (hinted ? fused ? " (hinted, fused)" : " (hinted)" : "") << " got a slot of "
                   << usable + kCanaryBytes << ", its size class's is " << classSlot(sz));
@@ -524,11 +529,12 @@ void Driver::adopt(void *p, std::size_t sz, Role role, std::uint32_t from, bool 
                 p << " lies inside the live block at 0x" << std::hex << prev->first << std::dec
                   << " (+" << prev->second.extent() << ")");
   }
-  const Block b{sz, usable, next_seed_++, from, role};
+  const Block b{sz, usable, next_seed_++, from, role,
+                gang && sz + kCanaryBytes <= defero::kbit::kSmallTableMax ? classSlot(sz) : usable};
   if (from < sz)
     test::fill(static_cast<char *>(p) + from, sz - from, b.seed);
   live_.emplace(a, b);
-  live_usable_ += static_cast<long long>(usable);
+  live_usable_ += static_cast<long long>(b.counted);
   max_live = std::max(max_live, live_.size());
 }
 
@@ -548,7 +554,7 @@ void Driver::release(void *p) {
   checkPattern(it->first, it->second);
   if (!ok())
     return;
-  live_usable_ -= static_cast<long long>(it->second.usable);
+  live_usable_ -= static_cast<long long>(it->second.counted);
   live_.erase(it);
   if (p == rec_.node)
     rec_.node_freed = true;

@@ -97,6 +97,24 @@ struct Model {
   unsigned nearest(unsigned i, bool up_first) const {
     return near(i, static_cast<unsigned>(free.size()), up_first);
   }
+  /// The first slot of the shortest run of m or more free slots that
+  /// lies within one 64-slot word (the lowest of the shortest), or kNoSlot.
+  unsigned bestRun(unsigned m) const {
+    unsigned best = kNoSlot, best_len = ~0u;
+    const auto n = static_cast<unsigned>(free.size());
+    for (unsigned w = 0; w * 64 < n; ++w)
+      for (unsigned i = w * 64; i < n && i < w * 64 + 64;) {
+        unsigned len = 0;
+        while (i + len < n && i + len < w * 64 + 64 && free[i + len])
+          ++len;
+        if (len >= m && len < best_len) {
+          best = i;
+          best_len = len;
+        }
+        i += len ? len : 1;
+      }
+    return best;
+  }
 };
 
 class SlotPageRandom : public ::testing::TestWithParam<unsigned> {};
@@ -123,7 +141,7 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
     const unsigned i = static_cast<unsigned>(rng() % slots);
     const unsigned r = 1 + static_cast<unsigned>(rng() % 70);
     const bool up_first = rng() % 2;
-    switch (rng() % 10) {
+    switch (rng() % 11) {
     case 0: { // unhinted malloc
       const unsigned want = m.lowest();
       const unsigned got = pg.takeLowest();
@@ -186,6 +204,16 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       ASSERT_EQ(pg.findInCell(i, g, up_first), want)
           << "findInCell(" << i << ", " << g << ", " << up_first << "), op " << op;
       takeBoth(want);
+      break;
+    }
+    case 10: { // a gang's run: m free slots in a row within a word, the
+               // shortest such run (best fit)
+      const unsigned g = 1 + static_cast<unsigned>(rng() % 64);
+      const unsigned want = m.bestRun(g);
+      ASSERT_EQ(pg.bestRun(g), want) << "bestRun(" << g << "), op " << op;
+      if (want != kNoSlot)
+        for (unsigned k = 0; k < g; ++k)
+          takeBoth(want + k);
       break;
     }
     case 6: // a slot's state, and its address back to its index

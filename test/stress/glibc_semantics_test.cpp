@@ -502,6 +502,24 @@ TEST(GlibcSemantics, ReallocCallocAndUsableSizeOfAGangsBlock) {
     EXPECT_GT(gangs, 0u);
     for (void *z : zeroed)
       std::free(z);
+    // A gang holds the bytes asked for, not its class's: 385 B (class
+    // 448 B) over 7 free slots of 64 B, 432 usable after the header.
+    void *h = nullptr;
+    for (int i = 0; i < 4096 && !h; ++i) {
+      big.push_back(std::malloc(385));
+      if (gang(big.back()))
+        h = big.back();
+    }
+    ASSERT_NE(h, nullptr) << "no block of 385 B lay over the 64 B spans' runs of 7 free slots";
+    EXPECT_EQ(malloc_usable_size(h), 7u * 64 - 16);
+    touch(h, 432, 0x3C);
+    EXPECT_EQ(std::realloc(h, 432), h) << "realloc within a gang's run moved it";
+    void *m = std::realloc(h, 433);
+    ASSERT_NE(m, nullptr);
+    EXPECT_NE(m, h) << "realloc past a gang's run kept it";
+    EXPECT_TRUE(allIs(m, 432, 0x3C)) << "realloc kept the contents";
+    big.erase(std::find(big.begin(), big.end(), h));
+    big.push_back(m);
   }
   // An aligned request is never a gang.
   for (int i = 0; i < 256; ++i) {

@@ -16,8 +16,9 @@
 // cache sets instead of all falling in the sets of a 64 KiB boundary.
 //
 // Carving a span and taking metadata are the slow path (a spin lock each;
-// once per 64 KiB of new memory). Nothing here is ever given back to the
-// OS; an empty span can be made over for another size class (remake).
+// once per 64 KiB of new memory). The window's address space is never given
+// back, only the pages of spans (giveBack, called by the heaps that own
+// them); an empty span can be made over for another size class (remake).
 #pragma once
 
 #include <atomic>
@@ -189,7 +190,6 @@ public:
     pg->initFree();
     pg->cells = false;
     pg->no_gang_m = 0; // (another slot size: its runs are other runs)
-    pg->gang_word = 0;
   }
 
   /// Metadata memory (zeroed) for the heaps built on this arena.
@@ -205,6 +205,10 @@ public:
   std::size_t carvedBytes() const { return __atomic_load_n(&limit_, __ATOMIC_RELAXED); }
   /// Bytes of the window handed out as spans (the small heap's footprint).
   std::size_t usedBytes() const { return window_.usedBytes(); }
+  /// Gives the pages of [p, p + bytes) of carved spans back to the OS
+  /// (SpanArena::giveBack: past kHugeFrom, their 2 MiB ranges are advised
+  /// against huge pages first, so that khugepaged does not fault them in).
+  void giveBack(void *p, std::size_t bytes) { window_.giveBack(p, bytes); }
 
   /// Held across fork(): a child never inherits a half-carved span.
   void lockAll() {

@@ -285,8 +285,8 @@ public:
   static constexpr std::uint64_t kMaxStack = 1024;
 
   /// A slot of class cls, refilling the cache (and the Current span) if
-  /// needed; nullptr when the window is exhausted.
-  void *malloc(unsigned cls, bool gang = false) {
+  /// needed; nullptr when the window is exhausted. `gang`: as mallocSlow.
+  void *malloc(unsigned cls, std::size_t gang = 0) {
     if (void *h = words_[cls].head)
       return popFreed(&words_[cls], h);
     if (hasCached(cls))
@@ -296,13 +296,13 @@ public:
 
   /// Refills the word cache of class cls from the Current span (after
   /// collecting remote frees; a full span gives way to the next Current)
-  /// and takes a slot. With `gang` (a block that needs no more than
-  /// 16-byte alignment), when the next Current would be a fresh span, a
+  /// and takes a slot. With `gang`, the bytes asked for (nonzero: a block
+  /// that needs no more than 16-byte alignment and may be a gang), when the next Current would be a fresh span, a
   /// gap of the mid heap (SpanHeap::mallocHole), else a gang over another
   /// class's free slots instead if there is one (SpanHeap::gangMalloc;
   /// the cache stays empty: the next malloc of the class comes here
   /// again).
-  __attribute__((noinline)) void *mallocSlow(unsigned cls, bool gang = false) {
+  __attribute__((noinline)) void *mallocSlow(unsigned cls, std::size_t gang = 0) {
     if (this->hasOutbox())
       this->flushOutbox();
     this->collectRemote();
@@ -312,7 +312,7 @@ public:
       if (gang && this->wouldCarve(cls)) {
         void *p = this->mallocHole(cls);
         if (!p)
-          p = this->gangMalloc(cls);
+          p = this->gangMalloc(cls, gang);
         if (p) {
           notePlacedBytes(kbit::kClassBytes[cls]);
           return p;

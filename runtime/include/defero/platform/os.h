@@ -121,6 +121,17 @@ inline void adviseHuge(void *p, std::size_t bytes) {
 #endif
 }
 
+/// Asks the OS never to back the range with transparent huge pages, nor
+/// to collapse it into one later (khugepaged); advice only, as adviseHuge.
+inline void adviseNoHuge(void *p, std::size_t bytes) {
+#ifdef MADV_NOHUGEPAGE
+  ::madvise(p, bytes, MADV_NOHUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 /// A coarse monotonic clock in milliseconds (wrapping every 49 days: compare
 /// differences), from the vDSO: no system call.
 inline std::uint32_t now_ms() {

@@ -17,7 +17,11 @@
 //    transparent huge pages as it is committed: a big heap then costs one
 //    TLB entry per 2 MiB instead of per 4 KiB, and a small one (below
 //    HugeFrom) keeps its 4 KiB pages, so its resident memory is what it
-//    touches.
+//    touches. giveBack() gives pages back to the OS; a 2 MiB range past
+//    HugeFrom that gives pages back is advised against huge pages first
+//    (once, and for good): with THP's default khugepaged settings
+//    (max_ptes_none 511) the kernel would collapse it into a huge page
+//    again within seconds, faulting every page given back in.
 //  - page(p) is the metadata record of the span page holding p; records
 //    start zeroed and belong to the layer above (this layer never reads
 //    them). bits(p) is a 512-byte zeroed bitmap per span page, likewise.
@@ -110,6 +114,36 @@ public:
   /// Spans are never given back to the arena; the layer above recycles them.
   void free(void *) {}
 
+  /// Gives the pages of [p, p + bytes), handed out before, back to the OS
+  /// (madvise: they read back as zero, and fault in again when touched).
+  /// Past HugeFrom, each 2 MiB range (kCommitStep) the pages lie in is first
+  /// advised against huge pages, the first time only: khugepaged collapses
+  /// a huge-page range that has a single resident page of its 512 by
+  /// default, which would fault back in all the range's pages given back
+  /// (soak_phases: 7 collapses, 14 MB of its 112 MB peak, on one thread).
+  /// Such a range keeps 4 KiB pages from then on (giving part of a huge
+  /// page back splits it anyway). Any thread; a system call a range at
+  /// most once, one atomic RMW a range given back.
+  void giveBack(void *p, std::size_t bytes) {
+    if constexpr (kHugeRanges != 0) {
+      const std::uintptr_t b = base_atomic_.load(std::memory_order_acquire);
+      const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - b;
+      if (bytes != 0 && off + bytes > HugeFrom && off < WindowBytes) {
+        const std::size_t first = (off > HugeFrom ? off - HugeFrom : 0) / kCommitStep;
+        const std::size_t last = (off + bytes - 1 - HugeFrom) / kCommitStep;
+        for (std::size_t r = first; r <= last && r < kHugeRanges; ++r) {
+          const std::uint64_t bit = std::uint64_t{1} << (r % 64);
+          std::atomic<std::uint64_t> &w = no_huge_[r / 64];
+          if (!(w.load(std::memory_order_relaxed) & bit) &&
+              !(w.fetch_or(bit, std::memory_order_relaxed) & bit))
+            os::adviseNoHuge(reinterpret_cast<void *>(b + HugeFrom + r * kCommitStep),
+                             kCommitStep);
+        }
+      }
+    }
+    os::discard(p, bytes);
+  }
+
   bool owns(const void *p) const {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     const std::uintptr_t b = base_atomic_.load(std::memory_order_acquire);
@@ -195,6 +229,11 @@ private:
   unsigned char *bitmaps_ = nullptr;
   std::atomic<std::uintptr_t> base_atomic_{0};
   std::atomic<std::size_t> used_atomic_{0};
+  /// The 2 MiB ranges past HugeFrom, and per range whether giveBack has
+  /// advised it against huge pages (bit r % 64 of word r / 64).
+  static constexpr std::size_t kHugeRanges =
+      HugeFrom < WindowBytes ? (WindowBytes - HugeFrom) / kCommitStep : 0;
+  std::atomic<std::uint64_t> no_huge_[kHugeRanges / 64 + 1] = {};
 };
 
 static_assert(HeapLayer<SpanArena<>> && OwningHeapLayer<SpanArena<>>);
