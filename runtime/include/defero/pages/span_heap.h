@@ -442,13 +442,14 @@ public:
   // shortest that holds the block in the span (SlotPage::bestRun); the
   // span must have slots of 32 bytes or more, a multiple of 16 (the block
   // stays 16-byte aligned and 16 bytes off every slot start), and the run
-  // may waste at most half the block's need. A gang holds the bytes asked
-  // for, not its class's (gangBytes: malloc_usable_size and realloc read
-  // it; the statistics count a block of its class): a 257 B block of the
-  // 320 B class takes 5 slots of 64 B, not 6 (soak_phases on one thread,
-  // with best fit: peak 108.7 MB -> 104.8-105.4). Only the owner makes and
-  // frees them in its spans' bitmaps; another thread's free goes home as
-  // any block's does (RemoteFreeLayer).
+  // may waste at most half the block's need (a 16 B block never takes a
+  // 64 B slot). A gang holds the bytes asked for, not its class's (gangBytes:
+  // malloc_usable_size and realloc read it; the statistics count a block
+  // of its class): a 257 B block of the 320 B class takes 5 slots of 64 B,
+  // not 6 (soak_phases on one thread, with best fit: peak 108.7 MB ->
+  // 104.8-105.4). Only the owner makes and frees them in its spans'
+  // bitmaps; another thread's free goes home as any block's does
+  // (RemoteFreeLayer).
 
   static constexpr std::size_t kGangHeader = 16;
   /// A gang's header: its check word (kGangMagic ^ the block's address)
@@ -814,7 +815,10 @@ public:
   /// nothing is due. A span a placement beside a stale anchor took a slot
   /// of meanwhile is left resident. With `all` (a heap whose thread has
   /// exited, unless the delay is `never`), every resident Empty span goes.
+  /// First the mid heap takes the blocks other threads freed for it
+  /// (MidHeap::collectRemote: a load when there are none).
   void decay(std::uint32_t now, bool all = false) {
+    mid.collectRemote();
     mid.decay(now, g_decay_ms, all || overCeiling());
     const std::uint32_t large_due = g_large_due.load(std::memory_order_relaxed);
     if (__builtin_expect(large_due != ~std::uint32_t{0}, 0) &&
