@@ -120,7 +120,8 @@ public:
   /// advised against huge pages, the first time only: khugepaged collapses
   /// a huge-page range that has a single resident page of its 512 by
   /// default, which would fault back in all the range's pages given back
-  /// (soak_phases: 7 collapses, 14 MB of its 112 MB peak, on one thread).
+  /// (soak_phases on one thread: 7 collapses in a run, up to 14 MB faulted
+  /// back in, its phases' peaks 15 MB apart from run to run).
   /// Such a range keeps 4 KiB pages from then on (giving part of a huge
   /// page back splits it anyway). Any thread; a system call a range at
   /// most once, one atomic RMW a range given back.
