@@ -232,13 +232,19 @@ bool hasFlag(const std::string &flags, const std::string &flag) {
   return false;
 }
 
-TEST(SpanArena, AdvisesHugePagesFromHugeFromOnAndNotBelow) {
-  if (std::FILE *thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r"))
+bool kernelHasHugePages() {
+  std::FILE *thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (thp)
     std::fclose(thp);
-  else
+  return thp != nullptr;
+}
+/// A 16 MiB window advised for huge pages past its first 4 MiB.
+using HugeArena = SpanArena<std::size_t{1} << 24, 65536, std::size_t{4} << 20>;
+
+TEST(SpanArena, AdvisesHugePagesFromHugeFromOnAndNotBelow) {
+  if (!kernelHasHugePages())
     GTEST_SKIP() << "this kernel has no transparent huge pages";
-  using Arena = SpanArena<std::size_t{1} << 24, 65536, std::size_t{4} << 20>;
-  Arena a;
+  HugeArena a;
   std::vector<char *> spans;
   for (int i = 0; i < 128; ++i) // 8 MiB: 4 below HugeFrom, 4 above
     spans.push_back(static_cast<char *>(a.malloc(65536)));
@@ -260,12 +266,9 @@ TEST(SpanArena, PagesGivenBackPastHugeFromAreAdvisedAgainstHugePagesFirst) {
   // into a huge page again, faulting in every page given back: a range
   // that gives pages back is advised against huge pages (once), the
   // others keep their advice, and nothing below HugeFrom is advised.
-  if (std::FILE *thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r"))
-    std::fclose(thp);
-  else
+  if (!kernelHasHugePages())
     GTEST_SKIP() << "this kernel has no transparent huge pages";
-  using Arena = SpanArena<std::size_t{1} << 24, 65536, std::size_t{4} << 20>;
-  Arena a;
+  HugeArena a;
   for (int i = 0; i < 128; ++i) // 8 MiB: 4 below HugeFrom, 4 above
     ASSERT_NE(a.malloc(65536), nullptr);
   auto *base = reinterpret_cast<unsigned char *>(a.base());
