@@ -1546,6 +1546,60 @@ TEST(CApiFreshHeap, AGrowingClasssBlocksLieOverAnotherClasssFreeSlots) {
   sparse.checkAndFree();
 }
 
+// A class whose blocks were freed reuses their slots before it touches
+// memory it never used: the words of its Current span that no claim took
+// yet wait while another of its spans has free slots
+// (SpanHeap::preferTouched). Before, the Current span's fresh words went
+// first, and the freed slots' pages stayed resident beside them.
+TEST(CApiFreshHeap, AClassReusesFreedSlotsBeforeItTouchesNewMemory) {
+  std::vector<unsigned char *> made;
+  for (int i = 0; i < 2 * 1024 + 100; ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(64));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x22, 64);
+    made.push_back(p);
+  }
+  // The Current span: the last block's. Its words above the highest block
+  // made from it (less the rest of the word its cache holds) were never
+  // claimed.
+  const std::uintptr_t cur = addr(made.back()) >> 16;
+  std::uintptr_t high = 0;
+  for (unsigned char *p : made)
+    if (addr(p) >> 16 == cur && addr(p) > high)
+      high = addr(p);
+  // Three of every four blocks of the other spans freed, scrambled: more
+  // than the class's free stack holds (64 KiB), so the rest reach their
+  // spans' bitmaps.
+  std::vector<unsigned char *> keep, gone;
+  for (std::size_t i = 0; i < made.size(); ++i)
+    (addr(made[i]) >> 16 == cur || i % 4 == 0 ? keep : gone).push_back(made[i]);
+  ASSERT_GT(gone.size(), 1024u + 256);
+  std::mt19937 rng(3);
+  std::shuffle(gone.begin(), gone.end(), rng);
+  for (unsigned char *p : gone)
+    defero_free(p);
+  // As many blocks again: they fit the slots freed.
+  std::size_t fresh = 0;
+  std::vector<unsigned char *> again;
+  for (std::size_t i = 0; i < gone.size(); ++i) {
+    auto *p = static_cast<unsigned char *>(defero_malloc(64));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x33, 64);
+    fresh += addr(p) >> 16 == cur && addr(p) > high + 64 * 64;
+    again.push_back(p);
+  }
+  EXPECT_EQ(fresh, 0u) << "of " << gone.size() << " blocks, " << fresh
+                       << " in words of the Current span never claimed, while "
+                          "freed slots of other spans waited";
+  for (unsigned char *p : keep)
+    for (int b = 0; b < 64; ++b)
+      ASSERT_EQ(p[b], 0x22);
+  for (unsigned char *p : keep)
+    defero_free(p);
+  for (unsigned char *p : again)
+    defero_free(p);
+}
+
 // A gang holds the bytes asked for, not its class's: 385 B blocks (their
 // class 448 B) take 7 of the 64 B slots with the header (448 bytes),
 // which the runs of 7 hold; as their class's 448 B (8 slots) none would
@@ -2737,6 +2791,29 @@ TEST(CApiFreshHeap, IdleMiddleSizedBlocksMergeAndServeARequestOfAnotherSize) {
   std::memset(c, 3, 16000);
   defero_free(c);
   defero_free(guard);
+}
+
+// A request that no free run of the mid heap holds merges the cache's
+// freed blocks back into the region before the slice's top grows (glibc's
+// consolidation): two neighbours freed into the cache serve a request as
+// long as both. Before, the top grew and they waited in the cache.
+TEST(CApiFreshHeap, CachedMiddleSizedBlocksMergeBeforeTheTopGrows) {
+  auto *a = static_cast<char *>(defero_malloc(6000));  // 24 units of 256 B
+  auto *b = static_cast<char *>(defero_malloc(10000)); // 40 units
+  void *guard = defero_malloc(5000);
+  ASSERT_TRUE(a && b && guard);
+  ASSERT_EQ(b, a + 6144) << "the mid heap hands out neighbouring blocks";
+  defero_free(a);
+  defero_free(b);
+  auto *c = static_cast<char *>(defero_malloc(16000)); // 63 units: a and b's joint run
+  EXPECT_EQ(c, a) << "the slice's top grew while the cache held a run that fits";
+  ASSERT_GE(defero_usable_size(c), 16000u);
+  std::memset(c, 3, 16000);
+  // A length the cache holds is still served from it, top or no top.
+  defero_free(guard);
+  EXPECT_EQ(defero_malloc(5000), guard);
+  defero_free(guard);
+  defero_free(c);
 }
 
 // A size class that would grow the heap by a span takes a free run of the

@@ -285,18 +285,50 @@ TEST(SlotPage, WordClaimsGoRoundTheSpan) {
   pg.inverse = defero::pages::inverseOf(16);
   pg.initFree();
   std::uint64_t bits = 0;
-  EXPECT_EQ(pg.takeNextWord(bits), 0u);
-  EXPECT_EQ(bits, ~std::uint64_t{0});
-  EXPECT_EQ(pg.used, 64u);
-  pg.release(3); // word 0 has room again, but the claims go on round
-  EXPECT_EQ(pg.takeNextWord(bits), 1u);
-  EXPECT_EQ(bits, ~std::uint64_t{0});
-  EXPECT_EQ(pg.takeNextWord(bits), 2u);
-  EXPECT_EQ(pg.takeNextWord(bits), 3u);
+  for (unsigned w = 0; w < 4; ++w) {
+    EXPECT_EQ(pg.takeNextWord(bits), w);
+    EXPECT_EQ(bits, ~std::uint64_t{0});
+  }
+  EXPECT_EQ(pg.used, 256u);
+  pg.release(3);
+  pg.release(70);
   EXPECT_EQ(pg.takeNextWord(bits), 0u) << "wraps to the lowest word with room";
   EXPECT_EQ(bits, std::uint64_t{1} << 3);
+  pg.release(5); // word 0 has room again, but the claims go on round
+  EXPECT_EQ(pg.takeNextWord(bits), 1u);
+  EXPECT_EQ(bits, std::uint64_t{1} << 6);
+  EXPECT_EQ(pg.takeNextWord(bits), 0u);
+  EXPECT_EQ(bits, std::uint64_t{1} << 5);
   EXPECT_FALSE(pg.hasRoom());
   EXPECT_EQ(pg.used, 256u) << "every slot taken or claimed";
+  EXPECT_TRUE(pg.check());
+}
+
+TEST(SlotPage, AClaimTakesATouchedWordBeforeOneNeverClaimed) {
+  // A word no claim took yet (fresh_word and up) waits while a word below
+  // it has a free slot: touched memory is reused before new memory is.
+  SlotPage pg;
+  pg.start = 0x500000;
+  pg.slot_bytes = 16;
+  pg.slots = 256; // 4 words
+  pg.inverse = defero::pages::inverseOf(16);
+  pg.initFree();
+  std::uint64_t bits = 0;
+  EXPECT_EQ(pg.takeNextWord(bits), 0u);
+  EXPECT_EQ(pg.takeNextWord(bits), 1u);
+  EXPECT_EQ(pg.fresh_word, 2u);
+  pg.release(3);
+  pg.release(100);
+  EXPECT_EQ(pg.takeNextWord(bits), 0u) << "a fresh word was claimed while word 0 had room";
+  EXPECT_EQ(bits, std::uint64_t{1} << 3);
+  EXPECT_EQ(pg.takeNextWord(bits), 1u);
+  EXPECT_EQ(bits, std::uint64_t{1} << 36);
+  EXPECT_EQ(pg.takeNextWord(bits), 2u) << "no touched word has room: the next fresh one";
+  EXPECT_EQ(bits, ~std::uint64_t{0});
+  EXPECT_EQ(pg.fresh_word, 3u);
+  pg.used = 0; // (made over, as PageArena::remake does: every word fresh again)
+  pg.initFree();
+  EXPECT_EQ(pg.fresh_word, 0u);
   EXPECT_TRUE(pg.check());
 }
 

