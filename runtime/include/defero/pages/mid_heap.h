@@ -440,8 +440,8 @@ private:
   /// neighbours, and the request may fit what they make); nullptr if the
   /// slice's top must grow even so. The cache fills again as blocks are
   /// freed; a program whose top does not grow never flushes it. cc1plus's
-  /// trace 20.2 -> 19.0% fragmentation, g++'s processes 2 and 4 22.7 ->
-  /// 21.7 and 20.2 -> 17.7, python3's 6.7 -> 7.9.
+  /// trace 20.2 -> 19.1% fragmentation, g++'s processes 2 and 4 22.7 ->
+  /// 21.7 and 20.2 -> 17.8, python3's 6.7 -> 7.9.
   void *consolidatedFit(std::size_t bytes) {
     if (void *p = region_.takeFit(bytes))
       return p;

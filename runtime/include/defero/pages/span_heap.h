@@ -347,7 +347,8 @@ public:
   /// it has lies in words no claim took yet (SlotPage::fresh_word: memory
   /// the class never touched) while the class has an Avail span (touched
   /// memory with free slots): then the best Avail span becomes Current
-  /// and the old one goes on the Avail list. A class whose blocks were
+  /// and the old one goes on the Avail list (not for an Avail span whose
+  /// room is all fresh too). A class whose blocks were
   /// freed reuses their memory before it touches more (address-ordered
   /// first fit's reason, Johnstone): cc1plus's trace 20.8 -> 20.2%
   /// fragmentation, g++'s second process 23.1 -> 22.7. Before a word claim
@@ -357,7 +358,7 @@ public:
     SlotPage *cur = cur_[cls];
     if (!avail_[cls] || cur == &kNoRoom || touchedRoom(cur))
       return cur;
-    SlotPage *pg = takeBestAvail(cls);
+    SlotPage *pg = takeBestAvail(cls, true);
     if (!pg)
       return cur;
     pushAvail(cur);
@@ -377,8 +378,9 @@ public:
 private:
   /// The best (better()) of the first kRunScan Avail spans of class cls
   /// with room, taken off the list (the full ones it meets go Full), or
-  /// nullptr.
-  SlotPage *takeBestAvail(unsigned cls) {
+  /// nullptr; with `touched`, nullptr too if its room lies all in words
+  /// never claimed (two such spans would take turns, preferTouched).
+  SlotPage *takeBestAvail(unsigned cls, bool touched = false) {
     SlotPage **best_link = nullptr;
     SlotPage **link = &avail_[cls];
     for (unsigned n = 0; *link && n < kRunScan;) {
@@ -393,7 +395,7 @@ private:
       link = &q->next;
       ++n;
     }
-    if (!best_link)
+    if (!best_link || (touched && !touchedRoom(*best_link)))
       return nullptr;
     SlotPage *pg = *best_link;
     unlink(pg);
