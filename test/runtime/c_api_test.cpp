@@ -2762,35 +2762,52 @@ TEST(CApiPolicy, StatsCountPoliciesAndTheAllocationsTheyServed) {
 
 // --- middle-sized blocks (4 KiB-32 MiB): the thread's best-fit heap -------
 
+namespace {
+/// Two neighbouring middle-sized blocks, of 24 and 40 units of 256 B, and
+/// a third above them that keeps them off the slice's top.
+struct MidNeighbours {
+  char *a = static_cast<char *>(defero_malloc(6000));
+  char *b = static_cast<char *>(defero_malloc(10000));
+  void *guard = defero_malloc(5000);
+  bool ok() const { return a && b && guard && b == a + 6144; }
+};
+} // namespace
+
 // Freed middle-sized blocks wait in the thread's cache (by length) and go
 // back to its region within a few thousand calls when nothing asks for
 // their length; there they merge with their free neighbours, and a request
 // of another size takes the merged run. Before, each size class kept its
 // own high-water mark. Its own process (CApiFreshHeap): a region with no
-// free run yet.
+// free run yet. (A request of a length the cache holds never reaches the
+// region; one that does merges the cache first:
+// CachedMiddleSizedBlocksMergeBeforeTheTopGrows.)
 TEST(CApiFreshHeap, IdleMiddleSizedBlocksMergeAndServeARequestOfAnotherSize) {
-  auto *a = static_cast<char *>(defero_malloc(6000));  // 24 units of 256 B
-  auto *b = static_cast<char *>(defero_malloc(10000)); // 40 units
-  void *guard = defero_malloc(5000);
-  ASSERT_TRUE(a && b && guard);
-  ASSERT_EQ(b, a + 6144) << "the mid heap hands out neighbouring blocks";
-  std::memset(a, 1, 6000);
-  std::memset(b, 2, 10000);
-  defero_free(a);
-  defero_free(b);
-  // Another length, again and again: the cache's sweeps find a and b idle.
+  MidNeighbours n;
+  ASSERT_TRUE(n.ok()) << "the mid heap hands out neighbouring blocks";
+  // Another length, cached first: the requests below never reach the
+  // region, so only the cache's sweeps can give a and b back to it.
+  void *t = defero_malloc(20000);
+  ASSERT_NE(t, nullptr);
+  defero_free(t);
+  std::memset(n.a, 1, 6000);
+  std::memset(n.b, 2, 10000);
+  defero_free(n.a);
+  defero_free(n.b);
+  // That length again and again: the cache's sweeps find a and b idle.
   for (int i = 0; i < 20000; ++i) {
-    void *t = defero_malloc(20000);
-    ASSERT_NE(t, nullptr);
-    static_cast<char *>(t)[0] = 1;
-    defero_free(t);
+    void *u = defero_malloc(20000);
+    ASSERT_EQ(u, t) << "the cache did not serve its own length";
+    static_cast<char *>(u)[0] = 1;
+    defero_free(u);
   }
   auto *c = static_cast<char *>(defero_malloc(16000)); // 63 units: a and b's joint run
-  EXPECT_EQ(c, a) << "the two freed blocks did not merge to serve one request";
+  EXPECT_EQ(c, n.a) << "the two freed blocks did not merge to serve one request";
   ASSERT_GE(defero_usable_size(c), 16000u);
   std::memset(c, 3, 16000);
+  EXPECT_EQ(defero_malloc(20000), t) << "the cache was flushed: the sweeps had not merged a and b";
+  defero_free(t);
   defero_free(c);
-  defero_free(guard);
+  defero_free(n.guard);
 }
 
 // A request that no free run of the mid heap holds merges the cache's
@@ -2798,21 +2815,18 @@ TEST(CApiFreshHeap, IdleMiddleSizedBlocksMergeAndServeARequestOfAnotherSize) {
 // consolidation): two neighbours freed into the cache serve a request as
 // long as both. Before, the top grew and they waited in the cache.
 TEST(CApiFreshHeap, CachedMiddleSizedBlocksMergeBeforeTheTopGrows) {
-  auto *a = static_cast<char *>(defero_malloc(6000));  // 24 units of 256 B
-  auto *b = static_cast<char *>(defero_malloc(10000)); // 40 units
-  void *guard = defero_malloc(5000);
-  ASSERT_TRUE(a && b && guard);
-  ASSERT_EQ(b, a + 6144) << "the mid heap hands out neighbouring blocks";
-  defero_free(a);
-  defero_free(b);
+  MidNeighbours n;
+  ASSERT_TRUE(n.ok()) << "the mid heap hands out neighbouring blocks";
+  defero_free(n.a);
+  defero_free(n.b);
   auto *c = static_cast<char *>(defero_malloc(16000)); // 63 units: a and b's joint run
-  EXPECT_EQ(c, a) << "the slice's top grew while the cache held a run that fits";
+  EXPECT_EQ(c, n.a) << "the slice's top grew while the cache held a run that fits";
   ASSERT_GE(defero_usable_size(c), 16000u);
   std::memset(c, 3, 16000);
   // A length the cache holds is still served from it, top or no top.
-  defero_free(guard);
-  EXPECT_EQ(defero_malloc(5000), guard);
-  defero_free(guard);
+  defero_free(n.guard);
+  EXPECT_EQ(defero_malloc(5000), n.guard);
+  defero_free(n.guard);
   defero_free(c);
 }
 

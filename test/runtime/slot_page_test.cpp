@@ -275,15 +275,20 @@ TEST(SlotPage, SlotAtIsExactForEveryClassAndOffset) {
   }
 }
 
+/// pg, a fresh span of four bitmap words of 16 B slots.
+void fourWords(SlotPage &pg) {
+  pg.start = 0x500000;
+  pg.slot_bytes = 16;
+  pg.slots = 256;
+  pg.inverse = defero::pages::inverseOf(16);
+  pg.initFree();
+}
+
 TEST(SlotPage, WordClaimsGoRoundTheSpan) {
   // takeNextWord: each claim takes the next word with a free slot after the
   // last claimed one (wrapping), all its free slots, and counts them used.
   SlotPage pg;
-  pg.start = 0x500000;
-  pg.slot_bytes = 16;
-  pg.slots = 256; // 4 words
-  pg.inverse = defero::pages::inverseOf(16);
-  pg.initFree();
+  fourWords(pg);
   std::uint64_t bits = 0;
   for (unsigned w = 0; w < 4; ++w) {
     EXPECT_EQ(pg.takeNextWord(bits), w);
@@ -308,11 +313,7 @@ TEST(SlotPage, AClaimTakesATouchedWordBeforeOneNeverClaimed) {
   // A word no claim took yet (fresh_word and up) waits while a word below
   // it has a free slot: touched memory is reused before new memory is.
   SlotPage pg;
-  pg.start = 0x500000;
-  pg.slot_bytes = 16;
-  pg.slots = 256; // 4 words
-  pg.inverse = defero::pages::inverseOf(16);
-  pg.initFree();
+  fourWords(pg);
   std::uint64_t bits = 0;
   EXPECT_EQ(pg.takeNextWord(bits), 0u);
   EXPECT_EQ(pg.takeNextWord(bits), 1u);
