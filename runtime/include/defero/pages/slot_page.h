@@ -251,6 +251,13 @@ struct alignas(64) SlotPage {
   }
   bool isFree(unsigned i) const { return (free[i / kWordBits] >> (i % kWordBits)) & 1; }
   bool hasRoom() const { return summary != 0; }
+  /// The summary's bits of the words a claim took before (below
+  /// fresh_word), and whether one of them has a free slot: room in memory
+  /// the unhinted path touched (SpanHeap::preferTouched).
+  std::uint64_t touchedWords() const {
+    return fresh_word >= kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << fresh_word) - 1;
+  }
+  bool touchedRoom() const { return (summary & touchedWords()) != 0; }
   /// Whether every slot of [lo, hi) is free in the bitmap.
   bool allFree(std::uint64_t lo, std::uint64_t hi) const {
     while (lo < hi) {
@@ -331,7 +338,7 @@ struct alignas(64) SlotPage {
     const std::uint64_t ahead = s & (~std::uint64_t{0} << word_cursor);
     unsigned w = static_cast<unsigned>(__builtin_ctzll(ahead ? ahead : s));
     if (w >= fresh_word) {
-      const std::uint64_t touched = s & ((std::uint64_t{1} << fresh_word) - 1);
+      const std::uint64_t touched = s & touchedWords();
       if (touched)
         w = static_cast<unsigned>(__builtin_ctzll(touched));
       else

@@ -314,14 +314,14 @@ public:
 
   /// Whether span a should become Current before span b: one with a free
   /// slot in memory a claim touched before one whose room lies all in
-  /// words never claimed (touchedRoom: reuse before growth, as
+  /// words never claimed (SlotPage::touchedRoom: reuse before growth, as
   /// preferTouched), then one with a quarter of its slots free or more
   /// before one with less (a span with little room would be full again at
   /// once), then the lower address (so unhinted blocks fill memory in
   /// address order, jemalloc's lowest-slab-first, and consecutive ones lie
   /// close); among spans with little room, the emptier.
   static bool better(const SlotPage *a, const SlotPage *b) {
-    const bool touched_a = touchedRoom(a), touched_b = touchedRoom(b);
+    const bool touched_a = a->touchedRoom(), touched_b = b->touchedRoom();
     if (touched_a != touched_b)
       return touched_a;
     const bool roomy_a = a->used * 4u <= a->slots * 3u, roomy_b = b->used * 4u <= b->slots * 3u;
@@ -356,7 +356,7 @@ public:
   /// no Avail span, up to kRunScan spans looked at when it swaps.
   SlotPage *preferTouched(unsigned cls) {
     SlotPage *cur = cur_[cls];
-    if (!avail_[cls] || cur == &kNoRoom || touchedRoom(cur))
+    if (!avail_[cls] || cur == &kNoRoom || cur->touchedRoom())
       return cur;
     SlotPage *pg = takeBestAvail(cls, true);
     if (!pg)
@@ -364,15 +364,6 @@ public:
     pushAvail(cur);
     makeCurrent(cls, pg);
     return pg;
-  }
-
-  /// Whether pg has a free slot in a word a claim took before (its other
-  /// words' memory the unhinted path never touched: SlotPage::fresh_word).
-  static bool touchedRoom(const SlotPage *pg) {
-    const std::uint64_t touched = pg->fresh_word >= kWordBits
-                                      ? ~std::uint64_t{0}
-                                      : (std::uint64_t{1} << pg->fresh_word) - 1;
-    return (pg->summary & touched) != 0;
   }
 
 private:
@@ -395,7 +386,7 @@ private:
       link = &q->next;
       ++n;
     }
-    if (!best_link || (touched && !touchedRoom(*best_link)))
+    if (!best_link || (touched && !(*best_link)->touchedRoom()))
       return nullptr;
     SlotPage *pg = *best_link;
     unlink(pg);
