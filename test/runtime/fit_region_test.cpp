@@ -354,4 +354,47 @@ TEST(MidRegion, ReleaseOldestStopsOnceEnoughIsBack) {
   EXPECT_EQ(residentPages(runs[3], 64 * kUnit), 64 * kUnit / kPage) << "the newest run went back too";
 }
 
+// One tag table holds a free run's record at both its ends and a live
+// block's length at its start: a run of one unit, or a live block of one,
+// beside another, must still read as what it is. Blocks of 1-3 units
+// taken, grown in place and given back at random; every live block keeps
+// its length (and no unit inside or at the end of one reads as live);
+// once all are given back the runs have merged into one.
+TEST(MidRegion, RandomOneUnitRunsAndBlocksKeepTheirTagsAndAllMergeAtTheEnd) {
+  Adopted a;
+  ASSERT_TRUE(a.ok);
+  std::mt19937_64 rng(11);
+  std::map<std::uintptr_t, std::uint32_t> live; // address -> units
+  bool fresh;
+  for (int step = 0; step < 40000; ++step) {
+    if (rng() % 2 == 0 || live.empty()) {
+      const auto units = static_cast<std::uint32_t>(1 + rng() % 3);
+      void *p = a.r.take(units * kUnit, fresh);
+      ASSERT_NE(p, nullptr);
+      a.r.markLive(p, units * kUnit);
+      live[addr(p)] = units;
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      auto *p = reinterpret_cast<char *>(it->first);
+      ASSERT_EQ(a.r.liveUnits(p), it->second) << "a live block's length changed";
+      for (std::uint32_t u = 1; u < it->second; ++u)
+        ASSERT_EQ(a.r.liveUnits(p + u * kUnit), 0u) << "a unit inside a block reads as live";
+      if (rng() % 4 == 0 && a.r.growInPlace(p, it->second * kUnit, (it->second + 1) * kUnit)) {
+        ++it->second;
+        a.r.markLive(p, it->second * kUnit);
+        continue;
+      }
+      ASSERT_TRUE(a.r.give(p, it->second * kUnit, 0));
+      live.erase(it);
+    }
+  }
+  for (auto &[b, units] : live) {
+    ASSERT_EQ(a.r.liveUnits(reinterpret_cast<void *>(b)), units);
+    ASSERT_TRUE(a.r.give(reinterpret_cast<void *>(b), units * kUnit, 0));
+  }
+  EXPECT_EQ(a.r.freeBytes(), a.r.topBytes());
+  EXPECT_EQ(a.r.takeFit(a.r.topBytes()), a.base) << "the free runs did not merge into one";
+}
+
 } // namespace
