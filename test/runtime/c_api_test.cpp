@@ -1173,12 +1173,15 @@ struct PartlyUsedSpans {
 namespace {
 /// Eight blocks of 256 KiB of the thread's mid heap (kept apart by live
 /// blocks), written and freed: resident free runs, freed just now (their
-/// delay has not passed).
+/// delay has not passed). A block of their length freed first takes the
+/// mid heap's at-once release (the first freed block of 64 KiB or more,
+/// and then only longer ones: MidHeap::kReleaseFrom), so theirs stay.
 struct FreedMidBlocks {
   static constexpr std::size_t kBlock = 256 << 10, kBlocks = 8;
   static constexpr std::size_t kPages = kBlocks * kBlock / 4096;
   std::vector<char *> blocks, guards;
   FreedMidBlocks() {
+    defero_free(defero_malloc(kBlock));
     for (std::size_t i = 0; i < kBlocks; ++i) {
       blocks.push_back(static_cast<char *>(defero_malloc(kBlock)));
       guards.push_back(static_cast<char *>(defero_malloc(40000)));
@@ -2828,6 +2831,41 @@ TEST(CApiFreshHeap, CachedMiddleSizedBlocksMergeBeforeTheTopGrows) {
   EXPECT_EQ(defero_malloc(5000), n.guard);
   defero_free(n.guard);
   defero_free(c);
+}
+
+// A freed middle-sized block of 64 KiB or more gives its memory back at
+// once when it is longer than any block that did so before (by half: the
+// threshold becomes 1.5 times its length), as glibc unmaps its mapped
+// chunks and raises its mapping threshold: a program's growing buffers go
+// back as they are outgrown, and a block of a length freed and made again
+// keeps its memory for DEFERO_DECAY_MS. Its own process: the thread's
+// heap has freed no such block yet.
+TEST(CApiFreshHeap, AFreedBlockLongerThanAnyBeforeGivesItsMemoryBackAtOnce) {
+  constexpr std::size_t kBlock = 200 << 10;
+  auto *guard = static_cast<char *>(defero_malloc(40000)); // (no run merges with the top)
+  auto freedResident = [](std::size_t bytes) {
+    auto *p = static_cast<char *>(defero_malloc(bytes));
+    auto *after = static_cast<char *>(defero_malloc(40000)); // (a live block above it)
+    EXPECT_TRUE(p && after);
+    std::memset(p, 7, bytes);
+    const long long before = releasedBytes();
+    defero_free(p);
+    const std::size_t resident = residentPages(p, bytes);
+    EXPECT_GE(releasedBytes() - before, resident <= 2 ? static_cast<long long>(bytes) - 8192 : 0);
+    return std::make_pair(resident, after);
+  };
+  auto [first, a1] = freedResident(kBlock);
+  // (Blocks are whole 256-byte units: the pages a block shares with its
+  // neighbours at either end stay.)
+  EXPECT_LE(first, 2u) << "the first freed block of 200 KiB stayed resident";
+  auto [again, a2] = freedResident(kBlock);
+  EXPECT_GE(again, kBlock / 4096 * 9 / 10) << "a block as long as one given back went back too";
+  auto [small, a3] = freedResident(48 << 10);
+  EXPECT_GE(small, (48u << 10) / 4096 * 9 / 10) << "a block under 64 KiB went back at once";
+  auto [longer, a4] = freedResident(2 * kBlock);
+  EXPECT_LE(longer, 2u) << "a block twice as long as any given back stayed resident";
+  for (char *p : {guard, a1, a2, a3, a4})
+    defero_free(p);
 }
 
 // A size class that would grow the heap by a span takes a free run of the

@@ -124,6 +124,30 @@ TEST(FitRegion, ARunsMemoryGoesBackAfterTheDelayAndNotBefore) {
   EXPECT_EQ(static_cast<char *>(q)[0], 0) << "a released page reads back as zero";
 }
 
+// give(..., discard): the block's pages go back at once; merged with a
+// resident neighbour, the run counts both, and a later decay gives back
+// only the neighbour's.
+TEST(FitRegion, AGiveThatDiscardsSendsTheBlocksPagesBackAtOnce) {
+  FitRegion r;
+  void *a = take(r, 8), *b = take(r, 8), *guard = take(r, 1);
+  ASSERT_TRUE(a && b && guard);
+  std::memset(a, 1, 8 * kPage);
+  std::memset(b, 1, 8 * kPage);
+  ASSERT_TRUE(r.give(b, 8 * kPage, 0));
+  ASSERT_TRUE(r.give(a, 8 * kPage, 0, true));
+  EXPECT_EQ(residentPages(a, 8 * kPage), 0u) << "the discarded block is still resident";
+  EXPECT_EQ(residentPages(b, 8 * kPage), 8u) << "its neighbour went back too";
+  EXPECT_EQ(r.releasedBytes(), 8 * kPage);
+  EXPECT_EQ(r.freeBytes(), 16 * kPage);
+  r.decay(0, 0, true);
+  EXPECT_EQ(r.releasedBytes(), 16 * kPage);
+  EXPECT_EQ(residentPages(b, 8 * kPage), 0u);
+  bool fresh = true;
+  EXPECT_EQ(take(r, 16, &fresh), a) << "the merged run is one";
+  EXPECT_FALSE(fresh);
+  EXPECT_EQ(r.releasedBytes(), 0u);
+}
+
 TEST(FitRegion, AllGivesBackEveryResidentRunWhateverItsAge) {
   FitRegion r;
   char *p = writtenAndFreed(r, 8, 5000);

@@ -166,11 +166,16 @@ public:
 
   /// Gives back a block take() returned (bytes as given to take), merging
   /// it with the free runs beside it; its memory stays resident until
-  /// decay. False (nothing changed) when no record is left for the run.
-  bool give(void *p, std::size_t bytes, std::uint32_t now) {
+  /// decay, or with `discard` the OS pages it covers whole go back at
+  /// once. False (nothing changed) when no record is left for the run.
+  bool give(void *p, std::size_t bytes, std::uint32_t now, bool discard = false) {
     std::uint32_t first = pageOf(p);
     std::uint32_t n = static_cast<std::uint32_t>(bytes / kPageBytes);
     std::uint32_t released = 0;
+    if (discard) {
+      released = discardWhole(first, n);
+      released_pages_ += released;
+    }
     putTag(first, 0); // (its live mark, if any)
     // The runs that end just below it and start just above it.
     const std::uint32_t below = first ? runAt(first - 1) : 0;
@@ -209,7 +214,7 @@ public:
     run.released = released;
     setTags(r);
     bin(r);
-    if (!keep) {
+    if (!keep && !(discard && released >= coveredUnits(first, n))) { // (resident memory to age)
       run.stamp = now;
       queueFront(r);
     }
@@ -254,19 +259,34 @@ public:
         released_pages_ += run.pages - run.released;
         run.released = run.pages;
       } else { // the OS pages it covers whole
-        const auto lo = reinterpret_cast<std::uintptr_t>(address(run.first));
-        const std::uintptr_t hi = lo + std::uintptr_t{run.pages} * kPageBytes;
-        const std::uintptr_t a = (lo + os::kPageBytes - 1) & ~(os::kPageBytes - 1);
-        const std::uintptr_t b = hi & ~(os::kPageBytes - 1);
-        const auto units = static_cast<std::uint32_t>(b > a ? (b - a) / kPageBytes : 0);
-        if (units)
-          os::discard(reinterpret_cast<void *>(a), b - a);
+        const std::uint32_t units = discardWhole(run.first, run.pages);
         if (units > run.released) {
           released_pages_ += units - run.released;
           run.released = units;
         }
       }
     }
+  }
+
+  /// Units of [first, first + n) that lie in the OS pages it covers whole.
+  std::uint32_t coveredUnits(std::uint32_t first, std::uint32_t n) const {
+    if constexpr (kPageBytes >= os::kPageBytes)
+      return n;
+    const auto lo = reinterpret_cast<std::uintptr_t>(address(first));
+    const std::uintptr_t hi = lo + std::uintptr_t{n} * kPageBytes;
+    const std::uintptr_t a = (lo + os::kPageBytes - 1) & ~(os::kPageBytes - 1);
+    const std::uintptr_t b = hi & ~(os::kPageBytes - 1);
+    return static_cast<std::uint32_t>(b > a ? (b - a) / kPageBytes : 0);
+  }
+  /// Gives back the OS pages [first, first + n) covers whole; their units.
+  std::uint32_t discardWhole(std::uint32_t first, std::uint32_t n) {
+    const std::uint32_t units = coveredUnits(first, n);
+    if (units) {
+      const auto lo = reinterpret_cast<std::uintptr_t>(address(first));
+      const std::uintptr_t a = (lo + os::kPageBytes - 1) & ~(os::kPageBytes - 1);
+      os::discard(reinterpret_cast<void *>(a), std::size_t{units} * kPageBytes);
+    }
+    return units;
   }
 
   /// Gives back the memory of the oldest resident free runs until at least
