@@ -28,9 +28,9 @@
 // if one does, and the tag just above it the run that starts there: one
 // table does what a start table and an end table did, in half the memory
 // (cc1plus's trace: 192 KiB of tags resident at its peak for 7.3 MB of
-// middle-sized blocks, 2% of its live bytes; now half). Bins: one per length up to
-// ExactBins units, four per doubling above, with a bitmap of the non-empty
-// ones; a search scans at most kScan runs of a bin. All tables are
+// middle-sized blocks, 2% of its live bytes; now half). Bins: one per
+// length up to ExactBins units, four per doubling above, with a bitmap of
+// the non-empty ones; a search scans at most kScan runs of a bin. All tables are
 // reserved sparse (NORESERVE) and committed as they are touched: with
 // 256-byte units, at most 4 bytes of tags per 256 where runs begin and
 // end.
