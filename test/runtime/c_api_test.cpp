@@ -3066,6 +3066,53 @@ TEST(CApiDecayHour, AMidHeapThatGrowsGivesBackItsIdleRunsFirst) {
   EXPECT_GE(t.released, static_cast<long long>(TopGrowth::kPages * 4096 * 9 / 10));
 }
 
+// Two classes that take turns filling their spans' free slots, whose pages
+// a trim gave back: each turn faults in what the last one's trim gave back,
+// and the trims that answer it (SpanHeap::payRoom) give back at most an
+// eighth of the heap's memory a delay (SpanHeap::kRefaultShare), not as
+// much as every turn faults in (malloc_benchmark's 16-4096 B batches ran
+// 4x slower so). Its own process, DEFERO_DECAY_MS=3600000: the budget
+// covers the whole test (ctest sets it).
+TEST(CApiDecayHour, ClassesTakingBackTrimmedPagesInTurnStopGivingEachOthersBack) {
+  if (!runsWith("DEFERO_DECAY_MS", "3600000"))
+    GTEST_SKIP() << "runs with DEFERO_DECAY_MS=3600000 (ctest sets it)";
+  // (176 B blocks first: made later, they would lie over the 64 B spans'
+  // free slots, SpanHeap::gangMalloc.)
+  PartlyUsedSpans b(176, std::size_t{4} << 20);
+  PartlyUsedSpans a(64, std::size_t{4} << 20);
+  a.thin(true);
+  // The heap grows by 4 MiB of 16 B blocks: the 64 B spans' idle pages go
+  // back (growth by fresh spans, answered in full).
+  std::vector<void *> grow;
+  for (int i = 0; i < (4 << 20) / 16; ++i)
+    grow.push_back(defero_malloc(16));
+  ASSERT_LE(a.resident(), a.pages() / 2) << "the 64 B spans' idle pages did not go back";
+  b.thin(); // (their idle pages resident)
+  std::size_t back = 0, gone = 0;
+  for (int turn = 0; turn < 8; ++turn) {
+    PartlyUsedSpans &mine = turn % 2 ? b : a, &other = turn % 2 ? a : b;
+    const std::size_t mine_before = mine.resident(), other_before = other.resident();
+    const std::vector<unsigned char *> made = madeAndFilled(mine.size, mine.gone.size() * 9 / 10);
+    const std::size_t in = mine.resident() - mine_before;
+    const std::size_t out = other_before > other.resident() ? other_before - other.resident() : 0;
+    if (turn == 0) {
+      EXPECT_GE(out, in / 3) << "the first turn's " << in << " pages faulted in were not answered";
+    }
+    back += in;
+    gone += out;
+    checkAndFreeFilled(made, mine.size);
+  }
+  // (Before the budget: 4,894 pages faulted back in, 4,929 given back.)
+  EXPECT_GE(back, 4 * 128u) << "the turns did not fill their spans' trimmed pages";
+  const auto budget = static_cast<std::size_t>(statsKey("resident_bytes")) / 8 / 4096;
+  EXPECT_LE(gone, budget + 16) << back << " pages faulted back in over 8 turns, " << gone
+                               << " given back in answer (an eighth of the heap: " << budget << ")";
+  a.checkAndFree();
+  b.checkAndFree();
+  for (void *p : grow)
+    defero_free(p);
+}
+
 TEST(CApiDecayNow, IdleMiddleSizedBlocksGiveTheirMemoryBack) {
   if (!runsWith("DEFERO_DECAY_MS", "0"))
     GTEST_SKIP() << "runs with DEFERO_DECAY_MS=0 (ctest sets it)";
