@@ -9,7 +9,8 @@ peers as horizontal lines, as the Defero paper's Figs. 3 and 4).
                   --stlpatch BIN --libdefero LIB
                   [--peer NAME=LIB]... [--ks 12,16,20,24,28]
                   [--app 'NAME|PLAIN|PLUGIN|STLPATCH[|CLANG]']...
-                  [--replay BIN]
+                  [--replay BIN] [--soak BIN]
+                  [--pair-cost BIN] [--churn-bench BIN] [--malloc-benchmark BIN]
 
 Progress goes to stdout, one line per run. A run that fails, or kernels
 whose checksums differ between allocators, end it with a one-line error
@@ -185,6 +186,8 @@ def main():
     ap.add_argument("--app", action="append", default=[])
     ap.add_argument("--replay", default="")
     ap.add_argument("--soak", default="")
+    for prog in ALLOC_SCRIPTS:
+        ap.add_argument(f"--{prog.replace('_', '-')}", default="", dest=prog)
     a = ap.parse_args()
     if a.scale not in SCALES:
         fail(f"--scale '{a.scale}' is not valid, accepted: {', '.join(SCALES)}")
@@ -197,10 +200,10 @@ def main():
         if not ks or any(k < 0 or k > 32 for k in ks):
             fail(f"--ks '{a.ks}' is not valid, accepted: comma-separated integers from 0 to 32")
     for opt in (("plain", "plugin", "stlpatch", "libdefero") + (("clang",) if a.clang else ()) +
-                (("soak",) if a.soak else ())):
+                (("soak",) if a.soak else ()) + tuple(p for p in ALLOC_SCRIPTS if getattr(a, p))):
         path = getattr(a, opt)
         if not os.path.isfile(path):
-            fail(f"--{opt} {path}: no such file")
+            fail(f"--{opt.replace('_', '-')} {path}: no such file")
     peers = []
     for spec in a.peer:
         name, sep, lib = spec.partition("=")
@@ -275,8 +278,9 @@ def main():
     frag_rows = run_fragmentation(r, a, apps, peers) if a.replay else []
     loc_rows, build_rows = run_locality(r, a, peers)
     soak = run_soak(r, a, peers) if a.soak else []
+    alloc = run_alloc(r, a, peers)
     write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, frag_rows,
-                 loc_rows, soak, build_rows)
+                 loc_rows, soak, build_rows, alloc)
 
 
 def run_apps(r, a, apps, peers, reps):
@@ -454,6 +458,68 @@ def run_soak(r, a, peers):
     return out
 
 
+# The allocation benchmarks of bench/alloc_cost, each its own script with
+# its own table, run by the report with every allocator: {program option:
+# (script, title, what it measures, [arguments at each scale])}.
+ALLOC_SCRIPTS = {
+    "pair_cost": ("pair_cost.py", "Instructions per malloc+free pair (callgrind)",
+                  "`pair_cost`, a plain C program, under each allocator preloaded: 32-byte "
+                  "blocks in batches of 1000 freed in scrambled order, the loop included; "
+                  "Defero's hinted columns send the hint the plugin and the stl-patch "
+                  "headers send. Deterministic.",
+                  {"smoke": ["--rounds", "2"], "full": []}),
+    "churn_bench": ("workloads.py", "Allocation-bound workloads (`churn_bench`, preloaded)",
+                    "Single-threaded churn of mixed sizes (x1, and four threads each its "
+                    "own: x4), cross-thread hand-off (larson: threads free each other's "
+                    "blocks), and 5-25 MiB blocks (large); the median of the runs, and "
+                    "Defero's time over the best peer's (below 1 is faster).",
+                    {"smoke": ["--ops", "20000", "--reps", "1"], "full": []}),
+    "malloc_benchmark": ("malloc_vs_peers.py", "malloc_benchmark: Defero's throughput over each "
+                         "allocator's",
+                         "Google Benchmark's malloc/free pairs by size mix, batch (1: freed at "
+                         "once; 1000: a batch freed in scrambled order) and threads; the same "
+                         "binary calls Defero's C API and the system malloc, with each allocator "
+                         "preloaded as the system malloc in turn; alternated runs, the medians. "
+                         "Above 1, Defero is faster.",
+                         {"smoke": ["--reps", "1", "--min-time", "0.01"], "full": []}),
+}
+
+
+def run_alloc(r, a, peers):
+    """[(title, what, its table's Markdown lines)] of the allocation
+    benchmarks given (ALLOC_SCRIPTS), each run by its own script."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "alloc_cost")
+    out = []
+    for opt, (script, title, what, args) in ALLOC_SCRIPTS.items():
+        program = getattr(a, opt)
+        if not program:
+            continue
+        cmd = [sys.executable, os.path.join(here, script), "--program", program,
+               "--allocator", "glibc=-"]
+        cmd += [x for n, lib in peers if os.path.isfile(lib) for x in ("--allocator", f"{n}={lib}")]
+        if opt != "malloc_benchmark":  # (its Defero side is linked in)
+            cmd += ["--allocator", f"defero={a.libdefero}"]
+        r.count += 1
+        print(f"{PROG}: [{r.count}] {script} ...", flush=True)
+        p = subprocess.run(cmd + args[a.scale], env=environment({}), capture_output=True,
+                           text=True, timeout=7200)
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+            fail(f"{script}: exited {p.returncode}: {last}")
+        table = [line for line in p.stdout.splitlines() if line.startswith("|")]
+        if len(table) < 3:
+            fail(f"{script}: no table on its output")
+        out.append((title, what, table))
+    return out
+
+
+def alloc_section(alloc):
+    lines = []
+    for title, what, table in alloc:
+        lines += [f"## {title}", "", what, ""] + table + [""]
+    return lines
+
+
 def soak_section(a, soak):
     """The report's section on soak_phases, and its plot (soak_rss.png)."""
     if not soak:
@@ -588,7 +654,7 @@ def ratio(x, y):
 
 
 def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, frag_rows,
-                 loc_rows, soak, build_rows):
+                 loc_rows, soak, build_rows, alloc):
     os.makedirs(a.out, exist_ok=True)
     get = {(lab, kern): row for lab, _, kern, row in rows}
     peers = [lab for lab, grp, kern, _ in rows if grp == "peer" and kern == "List"]
@@ -758,6 +824,7 @@ def write_report(a, rows, sweep, ks, list_n, tree_n, reps, missing, app_rows, fr
         lines.append("")
 
     lines += soak_section(a, soak)
+    lines += alloc_section(alloc)
     lines += hw_counter_section(rows)
     plots = plot(a.out, sweep, ks, get, peers)
     if plots:
