@@ -21,6 +21,7 @@ import glob
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -493,6 +494,10 @@ def run_alloc(r, a, peers):
     for opt, (script, title, what, args) in ALLOC_SCRIPTS.items():
         program = getattr(a, opt)
         if not program:
+            continue
+        if opt == "pair_cost" and not shutil.which("valgrind"):
+            print(f"{PROG}: no valgrind: the instructions per pair are not counted", flush=True)
+            out.append((title, what, ["Not counted: valgrind (callgrind) is not installed."]))
             continue
         cmd = [sys.executable, os.path.join(here, script), "--program", program,
                "--allocator", "glibc=-"]

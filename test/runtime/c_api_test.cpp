@@ -3069,7 +3069,7 @@ TEST(CApiDecayHour, AMidHeapThatGrowsGivesBackItsIdleRunsFirst) {
 // Two classes that take turns filling their spans' free slots, whose pages
 // a trim gave back: each turn faults in what the last one's trim gave back,
 // and the trims that answer it (SpanHeap::payRoom) give back at most an
-// eighth of the heap's memory a delay (SpanHeap::kRefaultShare), not as
+// eighth of the heap's memory a delay (pages::kRefaultShare), not as
 // much as every turn faults in (malloc_benchmark's 16-4096 B batches ran
 // 4x slower so). Its own process, DEFERO_DECAY_MS=3600000: the budget
 // covers the whole test (ctest sets it).
@@ -3105,7 +3105,9 @@ TEST(CApiDecayHour, ClassesTakingBackTrimmedPagesInTurnStopGivingEachOthersBack)
   // (Before the budget: 4,894 pages faulted back in, 4,929 given back.)
   EXPECT_GE(back, 4 * 128u) << "the turns did not fill their spans' trimmed pages";
   const auto budget = static_cast<std::size_t>(statsKey("resident_bytes")) / 8 / 4096;
-  EXPECT_LE(gone, budget + 16) << back << " pages faulted back in over 8 turns, " << gone
+  // (A trim gives back a span's idle pages whole: a few pages past what
+  // it was asked for, each time.)
+  EXPECT_LE(gone, budget * 5 / 4 + 16) << back << " pages faulted back in over 8 turns, " << gone
                                << " given back in answer (an eighth of the heap: " << budget << ")";
   a.checkAndFree();
   b.checkAndFree();

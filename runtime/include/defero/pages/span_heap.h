@@ -50,6 +50,38 @@ inline std::size_t heldBytes() {
   return held > 0 ? static_cast<std::size_t>(held) : 0;
 }
 
+/// The trims that answer trimmed pages taken back (SpanHeap::refaultGone,
+/// payRoom) give back at most 1/kRefaultShare of what the heaps hold from
+/// the OS (heldBytes) every DEFERO_DECAY_MS, every thread's together;
+/// past it, such growth stays. Each such trim is a guess that the pages
+/// it gives back will stay idle, and a heap whose classes' demand moves
+/// from batch to batch guesses wrong each time: what one batch's trim
+/// gave back the next one faults in and answers with another trim.
+/// malloc_benchmark's 16-4096 B blocks in batches of 1000 (a 4 MB heap)
+/// took back 285 MB of trimmed pages in a second and ran at 9 M pairs/s,
+/// against 34-48 with the budget (4 MB taken back); soak_phases, whose
+/// sizes move for good, answered 390 of its 408 MB (peak 401.6 -> 401.4
+/// MB). Growth by fresh spans or by the mid heap is answered in full.
+inline constexpr std::size_t kRefaultShare = 8;
+/// The budget's window: when it opened (os::now_ms), and the bytes
+/// answered since. The process's, not a thread's: a thread with a small
+/// heap in a process with a large one does not get the large one's
+/// budget to itself.
+inline std::atomic<std::uint32_t> g_refault_window{0};
+inline std::atomic<std::size_t> g_refault_paid{0};
+/// Whether `bytes` more of such growth may be answered now (counted if
+/// so). DEFERO_DECAY_MS=0 opens a window every call. On the slow path
+/// that places a span: a clock read, a few relaxed loads, one fetch_add.
+inline bool refaultBudget(std::size_t bytes) {
+  const std::uint32_t now = os::now_ms();
+  std::uint32_t opened = g_refault_window.load(std::memory_order_relaxed);
+  if (now - opened >= g_decay_ms &&
+      g_refault_window.compare_exchange_strong(opened, now, std::memory_order_relaxed))
+    g_refault_paid.store(0, std::memory_order_relaxed);
+  return g_refault_paid.fetch_add(bytes, std::memory_order_relaxed) + bytes <=
+         heldBytes() / kRefaultShare;
+}
+
 class SpanHeap {
 public:
   static constexpr unsigned kClasses = kbit::kNumClasses;
@@ -1033,7 +1065,7 @@ private:
   /// count as taken again, and as they fault in as it fills the heap grows
   /// by them, so the mid heap's idle runs and idle pages of other spans go
   /// back first, as much (makeRoom, once the span is placed: payRoom),
-  /// within the budget of kRefaultShare. Without it a thread whose old
+  /// within the process's budget (kRefaultShare). Without it a thread whose old
   /// sizes' survivors were being freed kept their idle pages resident
   /// while it took back the trimmed pages of the spans its new sizes
   /// emptied: soak_phases's change from 257-1024 B blocks to 1-4 KiB ones
@@ -1045,19 +1077,6 @@ private:
       refault_due_ += bytes;
     }
   }
-  /// The trims that answer trimmed pages taken back (refaultGone) give
-  /// back at most 1/kRefaultShare of what the heaps hold from the OS
-  /// (heldBytes) every DEFERO_DECAY_MS; past it, such growth stays. Each
-  /// such trim is a guess that the pages it gives back will stay idle, and
-  /// a heap whose classes' demand moves from batch to batch guesses wrong
-  /// each time: what one batch's trim gave back the next one faults in and
-  /// answers with another trim. malloc_benchmark's 16-4096 B blocks in
-  /// batches of 1000 (a 4 MB heap) took back 285 MB of trimmed pages in a
-  /// second and ran at 9 M pairs/s, against 48 with the budget (4 MB taken
-  /// back); soak_phases, whose sizes move for good, answered 390 of its
-  /// 408 MB (peak 401.6 -> 401.4 MB). Growth by fresh spans or by the mid
-  /// heap is answered in full, as before.
-  static constexpr std::size_t kRefaultShare = 8;
   /// Answers the growth noted in room_due_ (makeRoom), at a point where
   /// every span is on the list its state names: the system calls it makes
   /// must not widen the moments a span is off its list (a fork from
@@ -1066,16 +1085,8 @@ private:
   /// trim ran between a span's unlink and its new state).
   void payRoom() {
     std::size_t bytes = room_due_;
-    if (refault_due_) {
-      const std::uint32_t now = os::now_ms();
-      if (now - refault_epoch_ms_ >= g_decay_ms) {
-        refault_epoch_ms_ = now;
-        refault_paid_ = 0;
-      }
-      refault_paid_ += refault_due_;
-      if (refault_paid_ > heldBytes() / kRefaultShare)
-        bytes -= refault_due_;
-    }
+    if (refault_due_ && !refaultBudget(refault_due_))
+      bytes -= refault_due_;
     room_due_ = refault_due_ = 0;
     makeRoom(bytes);
   }
@@ -1133,8 +1144,6 @@ protected:
   SlotPage *trim_at_ = nullptr; // and the span on its Avail list
   std::size_t room_due_ = 0;    // growth makeRoom has not answered yet (payRoom)
   std::size_t refault_due_ = 0; // the part of it trimmed pages taken back make
-  std::size_t refault_paid_ = 0;       // such growth since refault_epoch_ms_
-  std::uint32_t refault_epoch_ms_ = 0; // (payRoom's budget)
   unsigned gang_cls_ = 0;       // gangMalloc's place: the class
   SlotPage *gang_at_ = nullptr; // and the span on its Avail list
 
