@@ -59,9 +59,10 @@ inline std::size_t heldBytes() {
 /// gave back the next one faults in and answers with another trim.
 /// malloc_benchmark's 16-4096 B blocks in batches of 1000 (a 4 MB heap)
 /// took back 285 MB of trimmed pages in a second and ran at 9 M pairs/s,
-/// against 34-48 with the budget (4 MB taken back); soak_phases, whose
-/// sizes move for good, answered 390 of its 408 MB (peak 401.6 -> 401.4
-/// MB). Growth by fresh spans or by the mid heap is answered in full.
+/// against 43-44 with the budget; soak_phases, whose sizes move for good,
+/// answers most of it (390 of 408 MB with a budget a heap; its peak 401.6
+/// MB before, 402.9 after). Growth by fresh spans or by the mid heap is
+/// answered in full.
 inline constexpr std::size_t kRefaultShare = 8;
 /// The budget's window: when it opened (os::now_ms), and the bytes
 /// answered since. The process's, not a thread's: a thread with a small
@@ -1065,11 +1066,11 @@ private:
   /// count as taken again, and as they fault in as it fills the heap grows
   /// by them, so the mid heap's idle runs and idle pages of other spans go
   /// back first, as much (makeRoom, once the span is placed: payRoom),
-  /// within the process's budget (kRefaultShare). Without it a thread whose old
-  /// sizes' survivors were being freed kept their idle pages resident
-  /// while it took back the trimmed pages of the spans its new sizes
-  /// emptied: soak_phases's change from 257-1024 B blocks to 1-4 KiB ones
-  /// grew by 21 MB of 64 so.
+  /// within the process's budget (kRefaultShare). Without it a thread
+  /// whose old sizes' survivors were being freed kept their idle pages
+  /// resident while it took back the trimmed pages of the spans its new
+  /// sizes emptied: soak_phases's change from 257-1024 B blocks to 1-4 KiB
+  /// ones grew by 21 MB of 64 so.
   void refaultGone(SlotPage *pg) {
     if (const std::size_t bytes = forgetGone(pg)) {
       noteRefaulted(bytes);
