@@ -387,9 +387,9 @@ void ProcessHeap::freeSlow(void *p, const char *call) {
       // block carries it only if the program wrote exactly that word.
       if (LocalHeap::marked(p))
         os::fatal_pointer(call, p, kDoubleFree);
-      // (As free's fast path: onto the stack unless the owner frees a
-      // placed span's block.)
-      if (h && tls.fast == h && h->stackOpen(pg->cls) &&
+      // (As free's fast path: the owner's block of a span where no hint
+      // placed onto its stack.)
+      if (h && tls.fast == h && h->stackOpen(pg->cls) && pg->owner == h &&
           __atomic_load_n(&pg->placed_owner, __ATOMIC_RELAXED) != h) {
         LocalHeap::WordCache *c = h->cache(pg->cls);
         if (!LocalHeap::pushFreed(c, p)) { // full: half of it goes back
@@ -586,6 +586,13 @@ void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
 }
 
 void freeFull(void *p, const char *call) { processHeap().freeSlow(p, call); }
+
+void freeToOwner(void *p, const char *call, LocalHeap *h, SlotPage *pg) {
+  if (h == noFastHeap() || LocalHeap::marked(p))
+    return freeFull(p, call);
+  h->freeToOther(static_cast<LocalHeap *>(pg->owner), p);
+  h->count.frees[pg->cls].add(1);
+}
 
 // --- construction on first use ------------------------------------------------
 

@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "defero/defero.h"
 
@@ -57,6 +58,29 @@ int main(int argc, char **argv) {
     std::free(p);
     for (int i = 2000; i < 4000; ++i)
       std::free(blocks[i]);
+  } else if (c == "cross-thread-double-free") {
+    // The owner's first free stacks the block; another thread's second
+    // free (which sends blocks home without looking at them) sees the
+    // stack's mark: reported at once.
+    void *volatile p = std::malloc(24);
+    std::free(p);
+    std::thread([&] { std::free(p); }).join();
+  } else if (c == "cross-thread-double-free-home") {
+    // Another thread frees the block twice: both copies go home in its
+    // outbox; reported when the owner collects them (its next refill),
+    // before the block can be handed out twice.
+    static void *blocks[2000];
+    for (auto &b : blocks)
+      b = std::malloc(24);
+    void *volatile p = blocks[0];
+    std::thread([&] {
+      std::free(p);
+      std::free(p);
+    }).join();
+    for (int i = 1; i < 2000; ++i)
+      std::free(blocks[i]);
+    for (int i = 0; i < 4000; ++i)
+      blocks[i % 2000] = std::malloc(24);
   } else if (c == "double-delete") {
     int *volatile p = new int(5);
     delete p;

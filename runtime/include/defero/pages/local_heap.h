@@ -12,9 +12,9 @@
 //
 // Costs (x86-64, callgrind, with the process heap's inline paths): malloc
 // from the free stack about 20 instructions, from the word cache 22; free
-// onto the free stack about 32 (any thread's block of a span where no hint
-// placed), into a placed span's bitmap by its owner 32, another placed
-// span's block a link into the outbox (one CAS per 29). Through the fused entry, a hinted
+// onto the free stack about 34 (the owner's block of a span where no hint
+// placed), into a placed span's bitmap by its owner 32, another heap's
+// block a link into the outbox (one CAS per 29). Through the fused entry, a hinted
 // malloc that continues the thread's last placement (push_back after
 // push_back: the slot right above the tail) costs about 22 instructions
 // more than an unhinted one; beside any other anchor, about 100 more.

@@ -123,7 +123,9 @@ struct alignas(64) SlotPage {
   /// The owner, set (once, by the owner) when a hint placed a block here;
   /// null before. The owner's frees of a placed span's blocks go back to
   /// its bitmap, where the placement searches see them, not onto a free
-  /// stack (WordCacheLayer); free's fast path tests both in one compare.
+  /// stack (WordCacheLayer): free's fast path tests this first, in one
+  /// compare (the hinted pair's free), then, for a span not placed, the
+  /// owner (only the owner stacks a block).
   SpanHeap *placed_owner = nullptr;
   bool wasPlaced() const { return __atomic_load_n(&placed_owner, __ATOMIC_RELAXED) != nullptr; }
   /// Marks the span placed; true the first time.
