@@ -12,7 +12,7 @@
 //
 // Costs (x86-64, callgrind, with the process heap's inline paths): malloc
 // from the free stack about 20 instructions, from the word cache 22; free
-// onto the free stack about 34 (the owner's block of a span where no hint
+// onto the free stack about 33 (the owner's block of a span where no hint
 // placed), into a placed span's bitmap by its owner 32, another heap's
 // block a link into the outbox (one CAS per 29). Through the fused entry, a hinted
 // malloc that continues the thread's last placement (push_back after
