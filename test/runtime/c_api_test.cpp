@@ -654,6 +654,32 @@ TEST(CApiTrees, TheSubtreesOfALargeTreeFillPagesOfTheirOwn) {
   s.reset();
 }
 
+TEST(CApiTrees, AZonesRunsHoldTheirNodesInAboutKeyOrder) {
+  requireAutoPolicy();
+  // A node placed in its zone's run takes the slot nearest its place in
+  // the zone's key range (its path below the zone read as a fraction), so
+  // an in-order walk that comes back to a page mostly comes back higher
+  // up: a stream the hardware prefetches. Seen: 69% of the walk's returns
+  // to a page go up (60% with runs filled in insertion order: each node
+  // at the next free slot, its children beside it).
+  auto s = randomHintedSet(60000, 12345);
+  std::map<std::uintptr_t, std::uintptr_t> last; // page -> the walk's last read there
+  long long returns = 0, upward = 0;
+  for (auto it = s->begin(); it != s->end(); ++it) {
+    const std::uintptr_t a = addr(reinterpret_cast<const RbNode *>(it._M_node));
+    auto [at, first] = last.try_emplace(a >> 12, a);
+    if (!first) {
+      ++returns;
+      upward += a > at->second;
+      at->second = a;
+    }
+  }
+  ASSERT_GT(returns, 60000 / 2);
+  EXPECT_GT(upward * 100, returns * 65)
+      << upward << " of the walk's " << returns << " returns to a page go up";
+  s.reset();
+}
+
 TEST(CApiTrees, ALeftChildGoesBelowItsParentAndARightChildAbove) {
   requireAutoPolicy();
   // A set filled in random key order: a node placed beside its parent (in

@@ -143,9 +143,9 @@ public:
   }
 
   /// Entries a tree's zones take: zone `prefix` of a tree with `bits`
-  /// zone bits (1..8) is entry (1 << bits) | prefix (entries 0 and 1 are
+  /// zone bits (1..10) is entry (1 << bits) | prefix (entries 0 and 1 are
   /// none: the first links the arrays).
-  static constexpr unsigned kZoneSlots = 512;
+  static constexpr unsigned kZoneSlots = 2048;
   /// The zones' entries of tree entry t (kZoneSlots, zeroed when new: a
   /// zone entry holds its runs only), made on its first call; nullptr if
   /// there is no memory. An array of its own, not entries of the table: a

@@ -190,9 +190,72 @@ public:
     return openRun(c, cls, down, stride, zone);
   }
 
-  /// takeRun's slow path: c's next run, cut and its first slot taken.
+  /// A tree zone's node whose place in the zone's key range is `frac`
+  /// (1/65536ths, from its path below the zone's root: hint_channel.cpp):
+  /// the free slot of c's run nearest the same fraction of the run, so
+  /// that a run holds its nodes in about key order and an in-order walk
+  /// reads each run's lines upwards; a new run when c's has none free.
+  void *takeRunAt(ContainerSlot &c, unsigned cls, unsigned frac, unsigned stride) {
+    Run &r = c.up; // (one run a zone: the fraction orders both sides)
+    if (r.span && r.span->cls == cls) {
+      const unsigned j = nearestInRun(r, frac, stride);
+      if (j != kNoSlot)
+        return takeFromRun(r, j, false, stride);
+    }
+    return openRun(c, cls, false, stride, true, static_cast<int>(frac));
+  }
+
+  /// The free slot of run r nearest the fraction frac (1/65536ths) of its
+  /// length, among every `stride`-th slot from r.lo (1 or 2: the others are
+  /// left to nodes placed beside those); kNoSlot if none.
+  static unsigned nearestInRun(const Run &r, unsigned frac, unsigned stride) {
+    const SlotPage *pg = r.span;
+    const unsigned lo = r.lo, hi = r.hi;
+    const unsigned t = lo + static_cast<unsigned>((static_cast<std::uint32_t>(hi - lo) * frac) >> 16);
+    // (Word starts are even: slot s has lo's parity when bit s % 64 does.)
+    const std::uint64_t grid = stride == 1 ? ~std::uint64_t{0}
+                               : (lo & 1)  ? 0xAAAA'AAAA'AAAA'AAAAull
+                                           : 0x5555'5555'5555'5555ull;
+    // Upwards from t, then downwards from t - 1 (findInRange's scans).
+    unsigned up = kNoSlot, w = t / kWordBits;
+    std::uint64_t m = pg->free[w] & grid & (~std::uint64_t{0} << (t % kWordBits));
+    for (const unsigned last = (hi - 1) / kWordBits;;) {
+      if (m) {
+        up = w * kWordBits + static_cast<unsigned>(__builtin_ctzll(m));
+        up = up < hi ? up : kNoSlot;
+        break;
+      }
+      if (w == last)
+        break;
+      m = pg->free[++w] & grid;
+    }
+    if (up == t || t == lo)
+      return up;
+    unsigned down = kNoSlot;
+    w = (t - 1) / kWordBits;
+    const unsigned top = (t - 1) % kWordBits;
+    m = pg->free[w] & grid & (top == 63 ? ~std::uint64_t{0} : (std::uint64_t{2} << top) - 1);
+    for (const unsigned first = lo / kWordBits;;) {
+      if (m) {
+        down = w * kWordBits + 63u - static_cast<unsigned>(__builtin_clzll(m));
+        down = down >= lo ? down : kNoSlot;
+        break;
+      }
+      if (w == first)
+        break;
+      m = pg->free[--w] & grid;
+    }
+    if (up == kNoSlot)
+      return down;
+    if (down == kNoSlot)
+      return up;
+    return up - t <= t - down ? up : down;
+  }
+
+  /// takeRun's slow path: c's next run, cut and its first slot taken (with
+  /// `frac` >= 0, the slot nearest that fraction of it: takeRunAt).
   __attribute__((noinline)) void *openRun(ContainerSlot &c, unsigned cls, bool down,
-                                          unsigned stride, bool zone) {
+                                          unsigned stride, bool zone, int frac = -1) {
     Run &r = down ? c.down : c.up;
     // A new run starts at the first free slot of the run span's uncut
     // part on the run's side (nodes placed beside their neighbours may
@@ -257,6 +320,8 @@ public:
       ++c.runs;
     r = Run{rp, static_cast<std::uint16_t>(lo), static_cast<std::uint16_t>(hi),
             static_cast<std::uint16_t>(down ? hi : lo)};
+    if (frac >= 0) // (slot j, r.lo, is free: never kNoSlot)
+      j = nearestInRun(r, static_cast<unsigned>(frac), stride);
     return takeFromRun(r, j, down, stride);
   }
 
