@@ -97,6 +97,17 @@ struct Model {
   unsigned nearest(unsigned i, bool up_first) const {
     return near(i, static_cast<unsigned>(free.size()), up_first);
   }
+  // The free slot nearest t among lo, lo + stride, ... below hi, the one
+  // above on a tie.
+  unsigned nearestIn(unsigned lo, unsigned hi, unsigned t, unsigned stride) const {
+    unsigned best = kNoSlot;
+    for (unsigned s = lo; s < hi; s += stride) {
+      const unsigned d = s > t ? s - t : t - s, bd = best > t ? best - t : t - best;
+      if (free[s] && (best == kNoSlot || d < bd || (d == bd && s > t)))
+        best = s;
+    }
+    return best;
+  }
   /// The first slot of the shortest run of m or more free slots that
   /// lies within one 64-slot word (the lowest of the shortest), or kNoSlot.
   unsigned bestRun(unsigned m) const {
@@ -182,6 +193,13 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       const unsigned lo = static_cast<unsigned>(rng() % slots);
       const unsigned hi = lo + static_cast<unsigned>(rng() % (slots - lo + 1));
       ASSERT_EQ(pg.findInRange(lo, hi), m.inRange(lo, hi)) << "[" << lo << ", " << hi << ")";
+      if (lo < hi) { // a tree zone's node at its place in the run
+        const unsigned t = lo + static_cast<unsigned>(rng() % (hi - lo));
+        for (unsigned stride : {1u, 2u})
+          ASSERT_EQ(pg.findNearestInRange(lo, hi, t, stride), m.nearestIn(lo, hi, t, stride))
+              << "findNearestInRange(" << lo << ", " << hi << ", " << t << ", " << stride
+              << "), op " << op;
+      }
       const unsigned want = m.inRangeDown(lo, hi);
       ASSERT_EQ(pg.findInRangeDown(lo, hi), want) << "down [" << lo << ", " << hi << ")";
       takeBoth(want);

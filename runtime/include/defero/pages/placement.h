@@ -209,47 +209,9 @@ public:
   /// length, among every `stride`-th slot from r.lo (1 or 2: the others are
   /// left to nodes placed beside those); kNoSlot if none.
   static unsigned nearestInRun(const Run &r, unsigned frac, unsigned stride) {
-    const SlotPage *pg = r.span;
-    const unsigned lo = r.lo, hi = r.hi;
-    const unsigned t = lo + static_cast<unsigned>((static_cast<std::uint32_t>(hi - lo) * frac) >> 16);
-    // (Word starts are even: slot s has lo's parity when bit s % 64 does.)
-    const std::uint64_t grid = stride == 1 ? ~std::uint64_t{0}
-                               : (lo & 1)  ? 0xAAAA'AAAA'AAAA'AAAAull
-                                           : 0x5555'5555'5555'5555ull;
-    // Upwards from t, then downwards from t - 1 (findInRange's scans).
-    unsigned up = kNoSlot, w = t / kWordBits;
-    std::uint64_t m = pg->free[w] & grid & (~std::uint64_t{0} << (t % kWordBits));
-    for (const unsigned last = (hi - 1) / kWordBits;;) {
-      if (m) {
-        up = w * kWordBits + static_cast<unsigned>(__builtin_ctzll(m));
-        up = up < hi ? up : kNoSlot;
-        break;
-      }
-      if (w == last)
-        break;
-      m = pg->free[++w] & grid;
-    }
-    if (up == t || t == lo)
-      return up;
-    unsigned down = kNoSlot;
-    w = (t - 1) / kWordBits;
-    const unsigned top = (t - 1) % kWordBits;
-    m = pg->free[w] & grid & (top == 63 ? ~std::uint64_t{0} : (std::uint64_t{2} << top) - 1);
-    for (const unsigned first = lo / kWordBits;;) {
-      if (m) {
-        down = w * kWordBits + 63u - static_cast<unsigned>(__builtin_clzll(m));
-        down = down >= lo ? down : kNoSlot;
-        break;
-      }
-      if (w == first)
-        break;
-      m = pg->free[--w] & grid;
-    }
-    if (up == kNoSlot)
-      return down;
-    if (down == kNoSlot)
-      return up;
-    return up - t <= t - down ? up : down;
+    const unsigned t =
+        r.lo + static_cast<unsigned>((static_cast<std::uint32_t>(r.hi - r.lo) * frac) >> 16);
+    return r.span->findNearestInRange(r.lo, r.hi, t, stride);
   }
 
   /// takeRun's slow path: c's next run, cut and its first slot taken (with

@@ -26,7 +26,9 @@
 //    highestSetBitBeforeOrAt).
 //  - findInRange(lo, hi) / findInRangeDown: the lowest / highest free slot
 //    in [lo, hi): one masked tzcnt / lzcnt per word of the range (a
-//    container's run).
+//    container's run); findNearestInRange(lo, hi, t, stride): the free
+//    slot nearest t among every stride-th from lo, the same scans from t
+//    both ways (a tree zone's run: PlacementLayer::takeRunAt).
 //
 // Not thread-safe: only the span's owner touches the bitmap, `used` and the
 // list links. Immutable once carved: start, owner. The class fields
@@ -495,6 +497,49 @@ struct alignas(64) SlotPage {
         return kNoSlot;
       m = free[++w];
     }
+  }
+
+  /// The free slot nearest t (lo <= t < hi) among lo, lo + stride, ...
+  /// below hi (stride 1 or 2), the one above on a tie; kNoSlot if none
+  /// (not taken).
+  unsigned findNearestInRange(unsigned lo, unsigned hi, unsigned t, unsigned stride) const {
+    // (Word starts are even: slot s has lo's parity when bit s % 64 does.)
+    const std::uint64_t grid = stride == 1 ? ~std::uint64_t{0}
+                               : (lo & 1)  ? 0xAAAA'AAAA'AAAA'AAAAull
+                                           : 0x5555'5555'5555'5555ull;
+    unsigned up = kNoSlot, w = t / kWordBits;
+    std::uint64_t m = free[w] & grid & (~std::uint64_t{0} << (t % kWordBits));
+    for (const unsigned last = (hi - 1) / kWordBits;;) {
+      if (m) {
+        up = w * kWordBits + static_cast<unsigned>(__builtin_ctzll(m));
+        up = up < hi ? up : kNoSlot;
+        break;
+      }
+      if (w == last)
+        break;
+      m = free[++w] & grid;
+    }
+    if (up == t || t == lo)
+      return up;
+    unsigned down = kNoSlot;
+    w = (t - 1) / kWordBits;
+    const unsigned top = (t - 1) % kWordBits;
+    m = free[w] & grid & (top == 63 ? ~std::uint64_t{0} : (std::uint64_t{2} << top) - 1);
+    for (const unsigned first = lo / kWordBits;;) {
+      if (m) {
+        down = w * kWordBits + 63u - static_cast<unsigned>(__builtin_clzll(m));
+        down = down >= lo ? down : kNoSlot;
+        break;
+      }
+      if (w == first)
+        break;
+      m = free[--w] & grid;
+    }
+    if (up == kNoSlot)
+      return down;
+    if (down == kNoSlot)
+      return up;
+    return up - t <= t - down ? up : down;
   }
 
   /// The highest free slot in [lo, hi), kNoSlot if none (not taken).
