@@ -46,7 +46,7 @@ constexpr unsigned kTreeRunStride = 2;
 // set's walk 83 -> 52 ns a node (tw2, three alternated runs: 84.1, 80.0,
 // 84.3 against 50.4, 53.5, 51.9; 1,024 zones in insertion order 74, the
 // fraction with 256 zones 67); its finds as before (the cache model of
-// tree_model: 1,353 -> 1,351 cycles), its build 647 -> 676 instructions
+// tree_model: 1,353 -> 1,351 cycles), its build 647 -> 675 instructions
 // an insert (callgrind, 200K), its footprint +0.4%.
 //
 // A tree has 2^(d - kZoneDepthOffset) zones, up to 2^kMaxZoneBits, where d

@@ -195,7 +195,8 @@ public:
   /// the free slot of c's run nearest the same fraction of the run, so
   /// that a run holds its nodes in about key order and an in-order walk
   /// reads each run's lines upwards; a new run when c's has none free.
-  void *takeRunAt(ContainerSlot &c, unsigned cls, unsigned frac, unsigned stride) {
+  __attribute__((always_inline)) void *takeRunAt(ContainerSlot &c, unsigned cls, unsigned frac,
+                                                 unsigned stride) {
     Run &r = c.up; // (one run a zone: the fraction orders both sides)
     if (r.span && r.span->cls == cls) {
       const unsigned j = nearestInRun(r, frac, stride);
