@@ -440,6 +440,13 @@ DEFERO_ALWAYS_INLINE void *continued(LocalHeap *h, unsigned kind, void *p) {
 template <bool kNode>
 __attribute__((noinline)) void *mallocFullOther(LocalHeap *h, std::size_t sz) {
   const PendingHint &hint = h->hint;
+  // A middle-sized block with the fast path open (nothing pending): the
+  // mid heap's, as mallocSlow would give it, without the dispatch through
+  // mallocBeside and mallocSlow (a 64 KiB malloc+free: about 120
+  // instructions fewer).
+  if (sz > kMidMin && sz <= kMidMax && tls.fast == h)
+    if (void *p = processHeap().mallocMidOpen(h, sz))
+      return p;
   void *p = placeAfterRecent<!kNode>(*tls.recent, sz, hint.kind, hint.container, hint.where,
                                      hint.side);
   if (!p) {

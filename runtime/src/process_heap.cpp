@@ -585,7 +585,14 @@ void *mallocRefill(LocalHeap *h, unsigned cls, std::size_t sz) {
   return mallocFull(sz); // the small-object window is full
 }
 
-void freeFull(void *p, const char *call) { processHeap().freeSlow(p, call); }
+void freeFull(void *p, const char *call) {
+  // A mid heap's block with the fast path open (no trace, no real-time
+  // backend): freeMid, as freeSlow would reach it after its other tests.
+  LocalHeap *h = tls.fast;
+  if (h != noFastHeap() && pages::MidArena::get().contains(p))
+    return processHeap().freeMidOpen(h, p, call);
+  processHeap().freeSlow(p, call);
+}
 
 void freeToOwner(void *p, const char *call, LocalHeap *h, SlotPage *pg) {
   if (h == noFastHeap() || LocalHeap::marked(p))

@@ -593,6 +593,14 @@ public:
   /// kNode: one node made by operator new with a hint pending, which may
   /// take a node class (fusedClassOf).
   void *mallocSlow(std::size_t sz, bool *fresh, bool node = false);
+  /// A block of kMidMin-kMidMax bytes from h's mid heap, for h the calling
+  /// thread's heap with its fast path open (tls.fast: no hint pending, no
+  /// trace, no real-time backend), where mallocSlow would take it too,
+  /// without the hinted and slow paths' dispatch; nullptr: take those.
+  void *mallocMidOpen(LocalHeap *h, std::size_t sz) { return mallocMid(h, sz); }
+  /// Frees p, a block of a mid heap's slice, for the calling thread (h,
+  /// its heap with its fast path open), as freeSlow would.
+  void freeMidOpen(LocalHeap *h, void *p, const char *call) { freeMid(h, p, call); }
   /// A hinted small block (sz <= kMaxFast) for h, the calling thread's
   /// heap, whose hinted fast path is open (hintFastPathOpen: no real-time
   /// heap, no trace): ProcessHeap::hinted's placement without a pending

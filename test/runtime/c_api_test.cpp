@@ -3103,6 +3103,50 @@ TEST(CApiMid, TwoThreadsChurningBlocksAbove32KiBKeepTheirContents) {
   EXPECT_EQ(num(stats(), "live_bytes"), live);
 }
 
+// A length of 32-64 KiB is cached by demand (MidHeap::kDemandUnits): a
+// block of it goes to the region (best fit: the lowest of equal runs
+// serves first) until the thread asks for the length again after one
+// went there; from then on its bin keeps freed blocks (the last freed
+// serves first), twice as many each round that runs short, at most 16.
+TEST(CApiMid, ALengthOf32To64KiBAskedForAgainIsCachedUpToSixteenBlocks) {
+  constexpr std::size_t kLen = 49920, kBlocks = 20; // (195 units)
+  std::vector<void *> blocks, guards;
+  for (std::size_t i = 0; i < kBlocks; ++i) { // (guards: no two blocks merge)
+    blocks.push_back(defero_malloc(kLen));
+    guards.push_back(defero_malloc(40000));
+    ASSERT_TRUE(blocks.back() && guards.back());
+    std::memset(blocks.back(), static_cast<int>(i), kLen);
+  }
+  const std::vector<void *> made = blocks;
+  // A round frees every block in order, then makes as many again.
+  auto round = [&] {
+    for (void *b : blocks)
+      defero_free(b);
+    for (void *&b : blocks) {
+      b = defero_malloc(kLen);
+      ASSERT_NE(b, nullptr);
+    }
+  };
+  round(); // nothing cached yet: the region's lowest run first
+  EXPECT_EQ(blocks, made) << "the first round was not served by best fit, lowest first";
+  for (int r = 0; r < 5; ++r) // (the cap: 1, 2, 4, 8, 16)
+    round();
+  const std::vector<void *> freed = blocks; // (the next round's order of frees)
+  round();
+  // The bin kept the first 16 freed and gives the last of them first; the
+  // other four went to the region, which gives the lowest first.
+  for (std::size_t i = 0; i < 16; ++i)
+    EXPECT_EQ(blocks[i], freed[15 - i]) << "block " << i << " did not come from the cache";
+  std::vector<void *> rest(freed.begin() + 16, freed.end());
+  std::sort(rest.begin(), rest.end());
+  for (std::size_t i = 16; i < kBlocks; ++i)
+    EXPECT_EQ(blocks[i], rest[i - 16]) << "block " << i << " was cached past the cap of 16";
+  for (void *b : blocks)
+    defero_free(b);
+  for (void *g : guards)
+    defero_free(g);
+}
+
 // DEFERO_DECAY_MS=0 (its own process): the memory of middle-sized blocks
 // freed and idle goes back to the OS at the heap's next sweep.
 // A mid heap that must grow its slice's top first gives back the memory
