@@ -3,6 +3,7 @@
 // when the answer is the documented one (NULL + errno, EINVAL, bad_alloc);
 // corrupting misuse must be stopped by the runtime with a one-line report
 // and SIGABRT, so reaching the end of those cases is a failure (exit 3).
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -61,10 +62,20 @@ int main(int argc, char **argv) {
   } else if (c == "cross-thread-double-free") {
     // The owner's first free stacks the block; another thread's second
     // free (which sends blocks home without looking at them) sees the
-    // stack's mark: reported at once.
-    void *volatile p = std::malloc(24);
+    // stack's mark: reported at once. (The thread starts first: a start
+    // that grew the owner's heap between the two frees could send the
+    // idle class's stack back to its span, WordCacheLayer::retireIdle.)
+    std::atomic<void *> freed{nullptr};
+    std::thread other([&] {
+      void *q;
+      while (!(q = freed.load()))
+        std::this_thread::yield();
+      std::free(q);
+    });
+    void *p = std::malloc(24);
     std::free(p);
-    std::thread([&] { std::free(p); }).join();
+    freed.store(p);
+    other.join();
   } else if (c == "cross-thread-double-free-home") {
     // Another thread frees the block twice: both copies go home in its
     // outbox; reported when the owner collects them (its next refill),

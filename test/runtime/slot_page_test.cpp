@@ -108,23 +108,20 @@ struct Model {
     }
     return best;
   }
-  /// The first slot of the shortest run of m or more free slots that
-  /// lies within one 64-slot word (the lowest of the shortest), or kNoSlot.
-  unsigned bestRun(unsigned m) const {
-    unsigned best = kNoSlot, best_len = ~0u;
+  /// The first slot of the lowest run of m or more free slots that lies
+  /// within one 64-slot word (first fit), or kNoSlot.
+  unsigned firstRun(unsigned m) const {
     const auto n = static_cast<unsigned>(free.size());
     for (unsigned w = 0; w * 64 < n; ++w)
       for (unsigned i = w * 64; i < n && i < w * 64 + 64;) {
         unsigned len = 0;
         while (i + len < n && i + len < w * 64 + 64 && free[i + len])
           ++len;
-        if (len >= m && len < best_len) {
-          best = i;
-          best_len = len;
-        }
+        if (len >= m)
+          return i;
         i += len ? len : 1;
       }
-    return best;
+    return kNoSlot;
   }
 };
 
@@ -225,10 +222,18 @@ TEST_P(SlotPageRandom, EverySearchAgreesWithTheModelAfterEveryOperation) {
       break;
     }
     case 10: { // a gang's run: m free slots in a row within a word, the
-               // shortest such run (best fit)
+               // lowest such run (first fit), and its length
       const unsigned g = 1 + static_cast<unsigned>(rng() % 64);
-      const unsigned want = m.bestRun(g);
-      ASSERT_EQ(pg.bestRun(g), want) << "bestRun(" << g << "), op " << op;
+      const unsigned want = m.firstRun(g);
+      unsigned len = 0;
+      ASSERT_EQ(pg.firstRun(g, nullptr, &len), want) << "firstRun(" << g << "), op " << op;
+      if (want != kNoSlot) {
+        ASSERT_GE(len, g) << "op " << op;
+        ASSERT_LE(want % 64 + len, 64u) << "op " << op;
+        for (unsigned k = 0; k < len; ++k)
+          ASSERT_TRUE(pg.isFree(want + k)) << "op " << op;
+        ASSERT_TRUE(want % 64 + len == 64 || !pg.isFree(want + len)) << "a run's length, op " << op;
+      }
       if (want != kNoSlot)
         for (unsigned k = 0; k < g; ++k)
           takeBoth(want + k);

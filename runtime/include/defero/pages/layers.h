@@ -53,6 +53,7 @@ concept SpanSource = requires(H &h, const H &ch, SlotPage *pg, unsigned u, unsig
   h.resetTaken();
   { H::kClasses } -> std::convertible_to<unsigned>;
   { H::kReclaimSpans } -> std::convertible_to<std::uint32_t>;
+  h.retireCurrent(u);
 };
 
 /// A heap that takes back the blocks other threads free, and sends the

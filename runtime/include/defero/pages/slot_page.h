@@ -190,36 +190,36 @@ struct alignas(64) SlotPage {
   /// for as many only once used has fallen below that.
   std::uint16_t no_gang_used = 0;
   std::uint8_t no_gang_m = 0;
-  /// The first slot of the shortest run of m (1..64) or more free slots
-  /// within one bitmap word (best fit; the lowest such run), or kNoSlot:
-  /// a gang placed in the tightest gap leaves the longer runs whole for
-  /// the longer gangs (soak_phases on one thread, whose 257-1024 B blocks
-  /// lie in gangs over the 32-64 B spans of earlier phases, peaked at
-  /// 112.7 MB with first fit from a rover, 111.1 with first fit from the
-  /// span's start, 108.7 with best fit). `words`: the bitmap to search (free,
-  /// or a copy with fewer bits set: residentFree). Cost: a few
-  /// instructions a maximal run of free slots in the span; it stops at
-  /// the first run of exactly m.
-  unsigned bestRun(unsigned m, const std::uint64_t *words = nullptr) const {
+  /// The first slot of the lowest run of m (1..64) or more free slots
+  /// within one bitmap word (first fit), or kNoSlot; `len`, if given, gets
+  /// the run's length (SpanHeap::gangFromRun lays the next gangs in the
+  /// rest of it). First fit, not best fit: with classes a thread has left
+  /// retiring into the bitmaps (WordCacheLayer::retireIdle), cc1plus's
+  /// trace 15.7% -> 10.5% fragmentation and g++'s second process 12.8 ->
+  /// 7.4, in as many instructions (best fit had soak_phases on one thread
+  /// at 108.7 MB against 111.1 with first fit, before retirement).
+  /// `words`: the bitmap to search (free, or a copy with fewer bits set:
+  /// residentFree). Cost: a few instructions a maximal run of free slots
+  /// before the first that holds m.
+  unsigned firstRun(unsigned m, const std::uint64_t *words = nullptr,
+                    unsigned *len = nullptr) const {
     if (!words)
       words = free;
-    unsigned best = kNoSlot, best_len = kWordBits + 1;
     for (std::uint64_t s = summary; s; s &= s - 1) {
       const unsigned w = static_cast<unsigned>(__builtin_ctzll(s));
       for (std::uint64_t f = words[w]; f;) {
         const unsigned lo = static_cast<unsigned>(__builtin_ctzll(f));
         const std::uint64_t up = ~(f >> lo); // (bit 0 clear: slot lo is free)
-        const unsigned len = up ? static_cast<unsigned>(__builtin_ctzll(up)) : kWordBits - lo;
-        if (len >= m && len < best_len) {
-          best = w * kWordBits + lo;
-          best_len = len;
-          if (len == m)
-            return best;
+        const unsigned n = up ? static_cast<unsigned>(__builtin_ctzll(up)) : kWordBits - lo;
+        if (n >= m) {
+          if (len)
+            *len = n;
+          return w * kWordBits + lo;
         }
-        f = lo + len >= kWordBits ? 0 : f & (~std::uint64_t{0} << (lo + len));
+        f = lo + n >= kWordBits ? 0 : f & (~std::uint64_t{0} << (lo + n));
       }
     }
-    return best;
+    return kNoSlot;
   }
 
   /// The bitmap's words into out (one per word of the span), less the
@@ -232,8 +232,11 @@ struct alignas(64) SlotPage {
     for (std::uint32_t g = gone_pages; g; g &= g - 1) {
       std::uint64_t lo, hi;
       pageSlots(base, static_cast<unsigned>(__builtin_ctz(g)), lo, hi);
-      for (; lo < hi; ++lo)
-        out[lo / kWordBits] &= ~(std::uint64_t{1} << (lo % kWordBits));
+      while (lo < hi) { // a word's part of [lo, hi) at a time
+        const std::uint64_t b = lo % kWordBits, n = hi - lo < kWordBits - b ? hi - lo : kWordBits - b;
+        out[lo / kWordBits] &= ~((n == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << b);
+        lo += n;
+      }
     }
   }
 

@@ -524,7 +524,7 @@ public:
   // phase's memory away from the next phase's sizes (soak_phases), nor a
   // compiler's freed small blocks away from its next sizes (cc1plus's
   // trace). The run lies within one bitmap word (up to 64 slots), the
-  // shortest that holds the block in the span (SlotPage::bestRun); the
+  // first that holds the block in the span (SlotPage::firstRun); the
   // span must have slots of 32 bytes or more, a multiple of 16 (the block
   // stays 16-byte aligned and 16 bytes off every slot start), and the run
   // may waste at most half the block's need (a 16 B block never takes a
@@ -655,9 +655,13 @@ public:
         std::uint64_t resident[kMaxWords];
         if (pg->gone_pages)
           pg->residentFree(PageArena::spanBase(pg), resident);
-        if (const unsigned j = pg->bestRun(m, pg->gone_pages ? resident : nullptr); j != kNoSlot) {
+        unsigned len = 0;
+        if (const unsigned j = pg->firstRun(m, pg->gone_pages ? resident : nullptr, &len); j != kNoSlot) {
           gang_cls_ = c;
           gang_at_ = pg;
+          run_pg_ = pg;
+          run_next_ = j + m;
+          run_end_ = j + len;
           return makeGang(pg, j, m, cls);
         }
         pg->no_gang_m = static_cast<std::uint8_t>(m);
@@ -671,6 +675,28 @@ public:
   }
   /// Spans (and classes with none) gangMalloc looks at a call, at most.
   static constexpr unsigned kGangScan = 64;
+  /// A gang of class cls, `bytes` long, from the rest of the run of free
+  /// slots the last gang found (gangMalloc took its first slots), if its
+  /// span is still an Avail span of this heap, not cls's, and the slots are
+  /// still free there (and not in its cached word); else nullptr.
+  /// Consecutive gangs lie side by side in the run instead of each
+  /// searching for one. Call it when cls would grow (wouldCarve), before
+  /// gangMalloc.
+  void *gangFromRun(unsigned cls, std::size_t bytes) {
+    SlotPage *pg = run_pg_;
+    if (!pg || pg->state != SpanState::Avail || pg->owner != this || pg->cls == cls)
+      return nullptr;
+    const unsigned m = gangSlots(bytes + kGangHeader, pg->slot_bytes);
+    const unsigned j = run_next_;
+    if (!m || j + m > run_end_ || j / kWordBits == pg->cached_word)
+      return nullptr;
+    const std::uint64_t mask = (m == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << m) - 1)
+                               << (j % kWordBits);
+    if ((pg->free[j / kWordBits] & mask) != mask)
+      return nullptr;
+    run_next_ = j + m;
+    return makeGang(pg, j, m, cls);
+  }
 
   /// Frees gang g (gangOf) at p, of pg, a span this heap owns: its run
   /// back to the bitmap. `call` names the API entry in the one-line
@@ -725,6 +751,22 @@ public:
   std::uint32_t takenSince() const { return taken_; }
   void resetTaken() { taken_ = 0; }
   static constexpr std::uint32_t kReclaimSpans = 64;
+
+  /// Class cls's Current span, its word cache empty, goes back on the
+  /// Avail list (the Empty list if no slot of it is in use; Full if it has
+  /// no room): the class's next malloc chooses a Current again
+  /// (nextCurrent: touched room first), and meanwhile the span's idle
+  /// pages are a trim's to give back (trimIdle looks at Avail spans only).
+  void retireCurrent(unsigned cls) {
+    SlotPage *pg = cur_[cls];
+    if (pg == &kNoRoom)
+      return;
+    cur_[cls] = const_cast<SlotPage *>(&kNoRoom);
+    if (pg->hasRoom())
+      pushAvail(pg);
+    else
+      pg->state = SpanState::Full;
+  }
 
   /// An Empty span of class cls taken off its list, or nullptr. (A span a
   /// placement beside a stale anchor took slots of while it was listed
@@ -1147,6 +1189,8 @@ protected:
   std::size_t refault_due_ = 0; // the part of it trimmed pages taken back make
   unsigned gang_cls_ = 0;       // gangMalloc's place: the class
   SlotPage *gang_at_ = nullptr; // and the span on its Avail list
+  SlotPage *run_pg_ = nullptr;  // the span of the last gang's run (gangFromRun)
+  unsigned run_next_ = 0, run_end_ = 0; // its next free slot, and its end
 
 private:
   /// Slots of class c taken by this heap's thread less its frees of the
