@@ -47,6 +47,10 @@
 namespace defero::pages {
 
 inline constexpr unsigned kWordBits = 64;
+/// The bits [b, b + n) of a bitmap word (b + n <= kWordBits, n >= 1).
+constexpr std::uint64_t wordBits(std::uint64_t b, std::uint64_t n) {
+  return (n == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << b;
+}
 inline constexpr unsigned kMaxWords = 64;
 inline constexpr unsigned kMaxSlots = kWordBits * kMaxWords;
 inline constexpr unsigned kNoSlot = ~0u;
@@ -234,7 +238,7 @@ struct alignas(64) SlotPage {
       pageSlots(base, static_cast<unsigned>(__builtin_ctz(g)), lo, hi);
       while (lo < hi) { // a word's part of [lo, hi) at a time
         const std::uint64_t b = lo % kWordBits, n = hi - lo < kWordBits - b ? hi - lo : kWordBits - b;
-        out[lo / kWordBits] &= ~((n == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << b);
+        out[lo / kWordBits] &= ~wordBits(b, n);
         lo += n;
       }
     }
@@ -269,7 +273,7 @@ struct alignas(64) SlotPage {
   bool allFree(std::uint64_t lo, std::uint64_t hi) const {
     while (lo < hi) {
       const std::uint64_t b = lo % kWordBits, n = hi - lo < kWordBits - b ? hi - lo : kWordBits - b;
-      const std::uint64_t mask = (n == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << b;
+      const std::uint64_t mask = wordBits(b, n);
       if ((free[lo / kWordBits] & mask) != mask)
         return false;
       lo += n;

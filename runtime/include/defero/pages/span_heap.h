@@ -690,8 +690,7 @@ public:
     const unsigned j = run_next_;
     if (!m || j + m > run_end_ || j / kWordBits == pg->cached_word)
       return nullptr;
-    const std::uint64_t mask = (m == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << m) - 1)
-                               << (j % kWordBits);
+    const std::uint64_t mask = wordBits(j % kWordBits, m);
     if ((pg->free[j / kWordBits] & mask) != mask)
       return nullptr;
     run_next_ = j + m;
@@ -703,8 +702,7 @@ public:
   /// report of a run found free already (a corrupted header).
   void freeGang(SlotPage *pg, void *p, const Gang &g, const char *call) {
     const unsigned w = g.slot / kWordBits;
-    const std::uint64_t mask = (g.m == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << g.m) - 1)
-                               << (g.slot % kWordBits);
+    const std::uint64_t mask = wordBits(g.slot % kWordBits, g.m);
     const std::uint64_t f = pg->free[w];
     if (f & mask)
       os::fatal_pointer(call, p, "double free (block is already free)");
@@ -1039,8 +1037,7 @@ private:
   /// now, its trimmed pages the run covers counted as taken again.
   void *makeGang(SlotPage *pg, unsigned j, unsigned m, unsigned cls) {
     const unsigned w = j / kWordBits;
-    const std::uint64_t mask = (m == kWordBits ? ~std::uint64_t{0} : (std::uint64_t{1} << m) - 1)
-                               << (j % kWordBits);
+    const std::uint64_t mask = wordBits(j % kWordBits, m);
     const std::uint64_t f = pg->free[w] & ~mask;
     pg->free[w] = f;
     if (!f)
