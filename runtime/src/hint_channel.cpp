@@ -358,7 +358,7 @@ void *ProcessHeap::mallocListFirst(LocalHeap *h, std::size_t sz, const void *con
   cs->runs = 0;
   if (h->recent.container == container)
     h->noteRecent(container, nullptr, nullptr, 0, 0);
-  void *p = h->takeCell(*cs, cls);
+  void *p = h->cellSkipped(cls) ? nullptr : h->takeCell(*cs, cls);
   if (!p && hop && tls.fast == h) // malloc's slot (its free stack first)
     p = mallocNodeOr(sz, [](std::size_t) -> void * { return nullptr; });
   return endOpen(h, sz, cls, *cs, container, anchor, p, kHintNeighbor - 1u);
