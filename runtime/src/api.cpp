@@ -252,10 +252,22 @@ void *newHintedContainer(std::size_t size, const void *container) {
   defero::LocalHeap *h = defero::tls.heap;
   if (__builtin_expect(h == nullptr || !defero::g_auto_default || size > defero::kMaxFast ||
                            !defero::hintPoliciesUniform(h) ||
-                           replaced_state.load(std::memory_order_relaxed) != kOurs ||
-                           !defero::hopsContainers(h, defero::kHintContainer, container),
+                           replaced_state.load(std::memory_order_relaxed) != kOurs,
                        0))
     return newHintedMiss(size, defero::kHintContainer, container, nullptr, 0);
+  if (!defero::hopsContainers(h, defero::kHintContainer, container)) {
+    // Its second insert in a row after a hop, the thread's recent node
+    // another container's: no anchor (cppcheck's hashtable copies, each
+    // node's value copying lists between: 158,000 such nodes, about 460
+    // instructions each through the full path to the same slot).
+    if (container != h->recent.container && defero::g_fused_open.load(std::memory_order_relaxed)) {
+      h->count.hints[defero::kHintContainer - 1].add(1);
+      if (void *p = processHeap().mallocContainerOpen(h, size, container))
+        return p;
+      return defero::newSlow(size, 0, false);
+    }
+    return newHintedMiss(size, defero::kHintContainer, container, nullptr, 0);
+  }
   h->count.hints[defero::kHintContainer - 1].add(1);
   h->count.hinted_allocs.add(1);
   defero::noteHop(h, container);

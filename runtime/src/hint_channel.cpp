@@ -364,6 +364,27 @@ void *ProcessHeap::mallocListFirst(LocalHeap *h, std::size_t sz, const void *con
   return endOpen(h, sz, cls, *cs, container, anchor, p, kHintNeighbor - 1u);
 }
 
+void *ProcessHeap::mallocContainerOpen(LocalHeap *h, std::size_t sz, const void *container) {
+  const unsigned cls = fusedClassOf(sz);
+  pages::ContainerSlot *cs = h->container(container);
+  // What hinted() would do otherwise: a pending one-shot hint to drop, a
+  // container with a policy (or one to read).
+  if (__builtin_expect(!cs || h->hint.kind != kHintNone || cs->policy >= 0 ||
+                           (registry_.used() && cs->epoch != registry_.epoch()),
+                       0))
+    return mallocHintedOpen(h, sz, PendingHint{kHintContainer, 0, container, nullptr, 0});
+  if (cs->cell) { // (a list's cell, not this container's run)
+    cs->cell = 0;
+    cs->up = pages::Run{};
+    cs->down = pages::Run{};
+    cs->runs = 0;
+  }
+  if (h->stacked(cls))
+    h->flushStack(cls, 0);
+  void *p = cs->up.span ? h->takeRun(*cs, cls, false, 1) : nullptr;
+  return endOpen(h, sz, cls, *cs, container, nullptr, p, kHintContainer - 1u);
+}
+
 // --- the one-shot hint's malloc -------------------------------------------------
 //
 // malloc's full path while a one-shot hint is pending (mallocRefill sends

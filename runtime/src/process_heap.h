@@ -620,6 +620,13 @@ public:
   /// other cases (which it takes when one applies).
   void *mallocListFirst(LocalHeap *h, std::size_t sz, const void *container,
                         const void *anchor);
+  /// The same for a container hint that does not hop because the thread's
+  /// last hinted node was this container's hop (its second insert in a
+  /// row) and the thread's recent node is another container's: no anchor
+  /// to search beside, so the container's run's next slot, else malloc's
+  /// (the class's free stack given back to the bitmaps first, so that its
+  /// next inserts continue above it), without hinted()'s other cases.
+  void *mallocContainerOpen(LocalHeap *h, std::size_t sz, const void *container);
   /// free's full path (after freeFast declined).
   void freeSlow(void *p, const char *call);
   /// freeSlow for p, not a slot start of pg: a gang's block
