@@ -294,6 +294,50 @@ TEST(SpanArena, PagesGivenBackPastHugeFromAreAdvisedAgainstHugePagesFirst) {
   EXPECT_EQ(base[1 * mib + 4096], 0xA5);
 }
 
+TEST(SpanArena, HugePagesWaitUntilTheProgramHasRunThenCoverWhatCameBefore) {
+  // With HugeAfterMs, nothing is advised until that long after the first
+  // commit; then noteTime advises (and collapses) what was committed past
+  // HugeFrom, but a range that gave pages back, and later commits are
+  // advised as they come. Contents survive the collapse.
+  if (!kernelHasHugePages())
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  using GatedArena = SpanArena<std::size_t{1} << 25, 65536, std::size_t{4} << 20, 1000>;
+  GatedArena a;
+  const std::size_t mib = std::size_t{1} << 20;
+  for (int i = 0; i < 128; ++i) // 8 MiB: 4 below HugeFrom, 4 above
+    ASSERT_NE(a.malloc(65536), nullptr);
+  auto *base = reinterpret_cast<unsigned char *>(a.base());
+  for (std::size_t off = 0; off < 8 * mib; off += 4096)
+    base[off] = static_cast<unsigned char>(off >> 12);
+  EXPECT_FALSE(a.hugeOpen());
+  EXPECT_FALSE(hasFlag(vmFlagsOf(a.base() + 6 * mib), "hg")) << "before the wait";
+  a.giveBack(base + 4 * mib + 65536, 4096); // range [4, 6) MiB gives a page back
+  a.noteTime(os::now_ms()); // (not due yet: nothing changes)
+  EXPECT_FALSE(a.hugeOpen());
+  EXPECT_FALSE(hasFlag(vmFlagsOf(a.base() + 6 * mib), "hg"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  a.noteTime(os::now_ms());
+  EXPECT_TRUE(a.hugeOpen());
+  const std::string before = vmFlagsOf(a.base() + 6 * mib);
+  const std::string given = vmFlagsOf(a.base() + 4 * mib);
+  const std::string below = vmFlagsOf(a.base() + 1 * mib);
+  EXPECT_TRUE(hasFlag(before, "hg")) << "committed before the wait: " << before;
+  EXPECT_FALSE(hasFlag(given, "hg")) << "a range that gave pages back: " << given;
+  EXPECT_TRUE(hasFlag(given, "nh")) << "a range that gave pages back: " << given;
+  EXPECT_FALSE(hasFlag(below, "hg")) << "below HugeFrom: " << below;
+  for (std::size_t off = 0; off < 8 * mib; off += 4096) {
+    const bool gone = off == 4 * mib + 65536;
+    ASSERT_EQ(base[off], gone ? 0 : static_cast<unsigned char>(off >> 12)) << "at " << off;
+  }
+  // A commit from then on is advised at once.
+  for (int i = 0; i < 64; ++i) // 4 MiB more
+    ASSERT_NE(a.malloc(65536), nullptr);
+  EXPECT_TRUE(hasFlag(vmFlagsOf(a.base() + 10 * mib), "hg"));
+  // The default (HugeAfterMs 0) is open from the start.
+  HugeArena now;
+  EXPECT_TRUE(now.hugeOpen());
+}
+
 // --- MmapHeap ---------------------------------------------------------------
 
 TEST(MmapHeap, MallocIsPageAlignedZeroedAndOwned) {

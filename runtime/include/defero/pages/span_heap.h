@@ -477,7 +477,9 @@ private:
   /// decides when a class gangs, counts any resident Empty span). About 50
   /// instructions a pass over the classes, once per span.
   SlotPage *takeSomeEmptyOrCarve(unsigned cls, bool own) {
-    decay(os::now_ms());
+    const std::uint32_t now = os::now_ms();
+    PageArena::get().noteTime(now); // (the window's huge pages, once due)
+    decay(now);
     const std::size_t bytes = PageArena::spanBytes(cls);
     for (const bool resident : {true, false}) {
       if (own && empty_[cls] && (!resident || !empty_[cls]->released))

@@ -121,6 +121,21 @@ inline void adviseHuge(void *p, std::size_t bytes) {
 #endif
 }
 
+/// Asks the OS to back the range's resident pages with huge pages now
+/// (Linux 6.1's MADV_COLLAPSE: synchronous, in the calling thread; the
+/// range's 2 MiB blocks are filled in whole). False where the kernel
+/// cannot (older kernels, THP `never`): then nothing changes.
+inline bool collapseHuge(void *p, std::size_t bytes) {
+#if defined(__linux__)
+  constexpr int kMadvCollapse = 25; // MADV_COLLAPSE (Linux uapi; glibc 2.36 lacks it)
+  return ::madvise(p, bytes, kMadvCollapse) == 0;
+#else
+  (void)p;
+  (void)bytes;
+  return false;
+#endif
+}
+
 /// Asks the OS never to back the range with transparent huge pages, nor
 /// to collapse it into one later (khugepaged); advice only, as adviseHuge.
 inline void adviseNoHuge(void *p, std::size_t bytes) {
