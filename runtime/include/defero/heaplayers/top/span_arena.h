@@ -313,6 +313,13 @@ private:
     return true;
   }
 
+  /// Whether the 2 MiB range r past HugeFrom gave pages back (and was
+  /// advised against huge pages: giveBack).
+  bool gaveBack(std::size_t r) const {
+    return r < kHugeRanges &&
+           ((no_huge_[r / 64].load(std::memory_order_relaxed) >> (r % 64)) & 1) != 0;
+  }
+
   /// Collapses the window's resident pages in [from, to) (past HugeFrom)
   /// into huge pages now, but the ranges that gave pages back (no_huge_),
   /// one 2 MiB range a call so that a range given back meanwhile is seen.
@@ -320,8 +327,7 @@ private:
   void collapseEarlier(std::size_t from, std::size_t to) {
     if constexpr (kHugeRanges != 0) {
       for (; from < to; from += kCommitStep) {
-        const std::size_t r = (from - HugeFrom) / kCommitStep;
-        if ((no_huge_[r / 64].load(std::memory_order_relaxed) >> (r % 64)) & 1)
+        if (gaveBack((from - HugeFrom) / kCommitStep))
           continue;
         const std::size_t n = to - from < kCommitStep ? to - from : kCommitStep;
         os::collapseHuge(reinterpret_cast<char *>(base_) + from, n);
@@ -340,10 +346,7 @@ private:
         std::size_t end = HugeFrom + (r + 1) * kCommitStep;
         if (end > to)
           end = to;
-        const bool given_back =
-            r < kHugeRanges &&
-            (no_huge_[r / 64].load(std::memory_order_relaxed) >> (r % 64)) & 1;
-        if (!given_back)
+        if (!gaveBack(r))
           os::adviseHuge(reinterpret_cast<char *>(base_) + from, end - from);
         from = end;
       }
